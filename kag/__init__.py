@@ -1,0 +1,50 @@
+"""kag: graph-native Knowledge-Augmented Generation.
+
+Declare ``Entity`` and ``Relation`` models, store them in an embedded networkx
+graph or in Neo4j, and let a language model fill typed triplet searches that
+compile to parameterized Cypher.
+"""
+
+from kag import errors
+from kag.datamodels import ANY, DataModel, Entity, Field, GraphSchema, Relation, dynamic_enum, strict_schema
+from kag.knowledge import EntityHit, KnowledgeBase, TripletHit, TripletResults
+from kag.query import (
+    CompiledQuery,
+    QueryPlan,
+    TripletChain,
+    TripletSearch,
+    compile_plan,
+    plan_triplet_search,
+    triplet_chain_schema,
+    triplet_search_schema,
+)
+from kag.rag.embedders import CallableEmbedder, Embedder, HashEmbedder
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ANY",
+    "CallableEmbedder",
+    "CompiledQuery",
+    "DataModel",
+    "Embedder",
+    "Entity",
+    "EntityHit",
+    "Field",
+    "GraphSchema",
+    "HashEmbedder",
+    "KnowledgeBase",
+    "QueryPlan",
+    "Relation",
+    "TripletChain",
+    "TripletHit",
+    "TripletResults",
+    "TripletSearch",
+    "compile_plan",
+    "dynamic_enum",
+    "errors",
+    "plan_triplet_search",
+    "strict_schema",
+    "triplet_chain_schema",
+    "triplet_search_schema",
+]

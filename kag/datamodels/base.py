@@ -1,0 +1,228 @@
+"""Typed data models: ``DataModel``, ``Field``, ``Entity`` and ``Relation``.
+
+Entities and relations are pydantic v2 models whose ``label`` is a ``Literal``.
+That literal is the graph label (node label or relationship type) and the value
+a language model may name, so it must be a safe identifier.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import types
+import typing
+from typing import Any, ClassVar, Literal, Self, get_args, get_origin
+
+import pydantic
+from pydantic import BaseModel, ConfigDict
+from pydantic.fields import FieldInfo
+
+from kag.errors import InvalidInputError, SchemaError
+
+IDENTIFIER = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
+# Names the stores use for their own bookkeeping; models may not declare them.
+RESERVED_FIELDS = frozenset({"id", "embedding", "kag_data", "kag_text", "kag_subj", "kag_obj"})
+# Labels the graph uses for passages; entity/relation models may not take them.
+RESERVED_LABELS = frozenset({"Document", "Chunk", "HAS_CHUNK", "NEXT", "MENTIONS", "KagEntity"})
+
+
+class _KeyMarker:
+    """Marks a field as part of an entity's identity (kept out of JSON schemas)."""
+
+    def __repr__(self) -> str:
+        return "kag.key"
+
+
+KEY = _KeyMarker()
+
+
+def check_identifier(name: str, what: str) -> str:
+    """Return ``name`` if it is a safe graph identifier, else raise ``SchemaError``."""
+    if not isinstance(name, str) or not IDENTIFIER.match(name):
+        raise SchemaError(
+            f"{what} {name!r} is not a valid identifier: use a letter followed by up to 63 "
+            "letters, digits or underscores (pattern ^[A-Za-z][A-Za-z0-9_]{0,63}$)."
+        )
+    return name
+
+
+def Field(
+    default: Any = ...,
+    *,
+    description: str | None = None,
+    key: bool = False,
+    **kwargs: Any,
+) -> Any:
+    """Declare a model field; ``key=True`` makes it part of the entity's identity."""
+    info: FieldInfo = pydantic.Field(default, description=description, **kwargs)
+    if key:
+        info.metadata.append(KEY)
+    return info
+
+
+def stable_hash(prefix: str, *parts: Any) -> str:
+    """A short, stable, collision-resistant id from JSON-serializable parts."""
+    payload = json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return prefix + hashlib.sha256(payload.encode()).hexdigest()[:24]
+
+
+def literal_value(annotation: Any) -> str | None:
+    """The single string of ``Literal["X"]`` (or ``None`` if it is not one)."""
+    if get_origin(annotation) is Literal:
+        values = get_args(annotation)
+        if len(values) == 1 and isinstance(values[0], str):
+            return values[0]
+    return None
+
+
+class DataModel(BaseModel):
+    """Base of every kag model: strict about unknown fields, JSON round-trippable."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-compatible dict of the model (nested models included)."""
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        """Validate ``data`` into the model; raises ``InvalidInputError`` with the details."""
+        try:
+            return cls.model_validate(data)
+        except pydantic.ValidationError as exc:
+            raise InvalidInputError(f"invalid {cls.__name__} data: {exc}") from exc
+
+    @classmethod
+    def json_schema(cls) -> dict[str, Any]:
+        """The model's JSON schema (pydantic's, in validation mode)."""
+        return cls.model_json_schema()
+
+
+class _Labelled(DataModel):
+    """Shared label handling of entities and relations."""
+
+    label: str
+    graph_label: ClassVar[str | None] = None
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        field = cls.model_fields.get("label")
+        value = literal_value(field.annotation) if field is not None else None
+        if value is None:
+            cls.graph_label = None  # an abstract intermediate class
+            return
+        check_identifier(value, f"{cls.__name__} label")
+        if value in RESERVED_LABELS:
+            raise SchemaError(f"label {value!r} is reserved for passages; choose another label.")
+        for name in cls.model_fields:
+            if name in RESERVED_FIELDS:
+                raise SchemaError(
+                    f"{cls.__name__}.{name}: field name {name!r} is reserved by kag "
+                    f"(reserved: {sorted(RESERVED_FIELDS)}); rename the field."
+                )
+            check_identifier(name, f"{cls.__name__} field")
+        cls.graph_label = value
+        if field is not None and field.is_required():
+            # fill in the label default so callers never have to repeat it
+            field.default = value
+            cls.model_rebuild(force=True)
+
+
+class Entity(_Labelled):
+    """A graph node. Subclass with ``label: Literal["City"] = "City"`` and fields.
+
+    Identity is the label plus the key fields (``Field(key=True)``; else ``name``;
+    else the first field), so upserting the same entity twice is idempotent.
+    """
+
+    @classmethod
+    def key_fields(cls) -> tuple[str, ...]:
+        """Names of the fields that identify an entity of this model."""
+        keys = tuple(n for n, f in cls.model_fields.items() if KEY in f.metadata)
+        if keys:
+            return keys
+        if "name" in cls.model_fields:
+            return ("name",)
+        others = tuple(n for n in cls.model_fields if n != "label")
+        if not others:
+            raise SchemaError(f"{cls.__name__} has no fields to identify it; add a `name` field.")
+        return others[:1]
+
+    @property
+    def id(self) -> str:
+        """Stable id: a hash of the label and the key field values."""
+        keys = type(self).key_fields()
+        return stable_hash("e_", self.label, [getattr(self, k) for k in keys])
+
+    def search_text(self) -> str:
+        """The text embedded for similarity search: the key field values."""
+        return " ".join(str(getattr(self, k)) for k in type(self).key_fields())
+
+
+class Relation(_Labelled):
+    """A graph relationship. Subclass with ``subj: City``, ``label: Literal["X"]``, ``obj: Country``.
+
+    Endpoints may be unions of entity models. Identity is label + endpoint ids
+    (+ any ``Field(key=True)`` properties, for parallel relations).
+    """
+
+    subj: Entity
+    obj: Entity
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        if cls.graph_label is not None:
+            cls.endpoint_models("subj")
+            cls.endpoint_models("obj")
+
+    @classmethod
+    def endpoint_models(cls, side: str) -> tuple[type[Entity], ...]:
+        """Entity models allowed at ``side`` (``"subj"`` or ``"obj"``)."""
+        annotation = cls.model_fields[side].annotation
+        models = _entity_members(annotation)
+        if not models:
+            raise SchemaError(
+                f"{cls.__name__}.{side} must be typed by Entity models (or a union of them), got {annotation!r}."
+            )
+        return models
+
+    @classmethod
+    def key_fields(cls) -> tuple[str, ...]:
+        """Relation properties that take part in identity (besides label and endpoints)."""
+        return tuple(n for n, f in cls.model_fields.items() if KEY in f.metadata)
+
+    @classmethod
+    def property_fields(cls) -> tuple[str, ...]:
+        """The relation's own properties (everything but label and endpoints)."""
+        return tuple(n for n in cls.model_fields if n not in ("label", "subj", "obj"))
+
+    @property
+    def id(self) -> str:
+        """Stable id from the label, both endpoint ids and any key properties."""
+        keys = type(self).key_fields()
+        return stable_hash("r_", self.label, self.subj.id, self.obj.id, [getattr(self, k) for k in keys])
+
+    def properties(self) -> dict[str, Any]:
+        """The relation's own properties as JSON-compatible values."""
+        data = self.model_dump(mode="json", include=set(type(self).property_fields()))
+        return data
+
+
+def _entity_members(annotation: Any) -> tuple[type[Entity], ...]:
+    origin = get_origin(annotation)
+    if origin is typing.Annotated:
+        return _entity_members(get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        out: list[type[Entity]] = []
+        for arg in get_args(annotation):
+            members = _entity_members(arg)
+            if not members:
+                return ()
+            out.extend(members)
+        return tuple(out)
+    if isinstance(annotation, type) and issubclass(annotation, Entity):
+        return (annotation,)
+    return ()

@@ -1,0 +1,422 @@
+"""The embedded default store: a networkx ``MultiDiGraph`` plus numpy indexes.
+
+networkx holds the graph (node and relationship properties, adjacency); a
+numpy side index holds the embedding matrix, label codes, id ranks and
+per-type edge arrays, rebuilt lazily after writes. Plans are evaluated with
+vectorized similarity, masks and joins — never a Python loop over nodes — and
+follow exactly the semantics documented in ``kag.query.plan``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from kag.errors import EmbeddingError, StoreFormatError
+from kag.graph.base import NodeRecord, PlanResult, PlanRow, RelationRecord
+from kag.query.plan import HopSpec, NodeSpec, QueryPlan
+
+FORMAT = "kag-memory-store"
+VERSION = 1
+
+
+@dataclass
+class _Index:
+    """Arrays derived from the graph; rebuilt after writes."""
+
+    label_code: np.ndarray  # int32 per node position, -1 when deleted
+    node_rank: np.ndarray  # rank of the node id in sorted order
+    rel_rank: np.ndarray  # rank of the relation id in sorted order
+    edges: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]  # type code -> (src, dst, rel)
+
+
+class MemoryGraphStore:
+    """In-process graph store; ``path`` makes it persistent (``save()`` / autoload)."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self.path = Path(path) if path else None
+        self.uri = f"memory://{self.path}" if self.path else "memory://"
+        self.graph = nx.MultiDiGraph()
+        self._node_pos: dict[str, int] = {}
+        self._node_ids: list[str | None] = []
+        self._node_label: list[int] = []
+        self._labels: dict[str, int] = {}
+        self._label_names: list[str] = []
+        self._emb = np.zeros((0, 0), dtype=np.float32)
+        self._dims: int | None = None
+        self._rel_pos: dict[str, int] = {}
+        self._rel_ids: list[str | None] = []
+        self._rel_src: list[int] = []
+        self._rel_dst: list[int] = []
+        self._rel_label: list[int] = []
+        self._index: _Index | None = None
+        if self.path is not None and self.path.exists():
+            self._load(self.path)
+
+    # -- schema ---------------------------------------------------------------
+    async def ensure_schema(
+        self, entity_labels: Sequence[str], relation_labels: Sequence[str], dimensions: int
+    ) -> None:
+        self._set_dims(dimensions)
+        for label in (*entity_labels, *relation_labels):
+            self._code(label)
+
+    def _set_dims(self, dimensions: int) -> None:
+        if self._dims is None:
+            self._dims = dimensions
+            self._emb = np.zeros((max(16, len(self._node_ids)), dimensions), dtype=np.float32)
+        elif self._dims != dimensions:
+            raise EmbeddingError(
+                f"this store holds {self._dims}-dimensional embeddings but the embedder gives "
+                f"{dimensions}; use the embedder the store was built with, or rebuild it."
+            )
+
+    def _code(self, label: str) -> int:
+        code = self._labels.get(label)
+        if code is None:
+            code = self._labels[label] = len(self._label_names)
+            self._label_names.append(label)
+        return code
+
+    # -- writes ---------------------------------------------------------------
+    async def upsert(self, nodes: Sequence[NodeRecord], relations: Sequence[RelationRecord]) -> None:
+        self._upsert(nodes, relations)
+
+    def _upsert(self, nodes: Sequence[NodeRecord], relations: Sequence[RelationRecord]) -> None:
+        for rec in nodes:
+            self._set_dims(int(rec.embedding.shape[0]))
+        missing = {r.start for r in relations} | {r.end for r in relations}
+        missing -= {n.id for n in nodes}
+        missing -= self._node_pos.keys()
+        if missing:
+            raise StoreFormatError(f"relations refer to unknown nodes: {sorted(missing)[:5]}")
+        for rec in nodes:
+            pos = self._node_pos.get(rec.id)
+            if pos is None:
+                pos = self._node_pos[rec.id] = len(self._node_ids)
+                self._node_ids.append(rec.id)
+                self._node_label.append(self._code(rec.label))
+                self.graph.add_node(rec.id, label=rec.label, props={})
+                if pos >= self._emb.shape[0]:
+                    grown = np.zeros((max(16, 2 * self._emb.shape[0]), self._emb.shape[1]), dtype=np.float32)
+                    grown[: self._emb.shape[0]] = self._emb
+                    self._emb = grown
+            props = self.graph.nodes[rec.id]["props"]
+            props.update(rec.properties)  # merge, like Cypher's SET n += $props
+            self._emb[pos] = rec.embedding
+        for rel in relations:
+            if rel.id not in self._rel_pos:
+                self._rel_pos[rel.id] = len(self._rel_ids)
+                self._rel_ids.append(rel.id)
+                self._rel_src.append(self._node_pos[rel.start])
+                self._rel_dst.append(self._node_pos[rel.end])
+                self._rel_label.append(self._code(rel.label))
+                self.graph.add_edge(rel.start, rel.end, key=rel.id, label=rel.label, props={})
+            self.graph.edges[rel.start, rel.end, rel.id]["props"].update(rel.properties)
+        if nodes or relations:
+            self._index = None
+
+    async def delete(self, ids: Sequence[str]) -> int:
+        found = 0
+        for item in dict.fromkeys(ids):
+            if item in self._node_pos:
+                found += 1
+                for u, v, key in list(self.graph.in_edges(item, keys=True)) + list(
+                    self.graph.out_edges(item, keys=True)
+                ):
+                    self._drop_rel(key)
+                    if self.graph.has_edge(u, v, key):
+                        self.graph.remove_edge(u, v, key)
+                pos = self._node_pos.pop(item)
+                self._node_ids[pos] = None
+                self._node_label[pos] = -1
+                self.graph.remove_node(item)
+            elif item in self._rel_pos:
+                found += 1
+                pos = self._rel_pos[item]
+                start, end = self._node_ids[self._rel_src[pos]], self._node_ids[self._rel_dst[pos]]
+                self._drop_rel(item)
+                self.graph.remove_edge(start, end, item)
+        if found:
+            self._index = None
+        return found
+
+    def _drop_rel(self, rel_id: str) -> None:
+        pos = self._rel_pos.pop(rel_id, None)
+        if pos is not None:
+            self._rel_ids[pos] = None
+            self._rel_label[pos] = -1
+
+    # -- reads ----------------------------------------------------------------
+    async def get_nodes(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        return {i: dict(self.graph.nodes[i]["props"]) for i in ids if i in self._node_pos}
+
+    async def get_relations(self, ids: Sequence[str]) -> dict[str, tuple[str, str, dict[str, Any]]]:
+        out = {}
+        for i in ids:
+            pos = self._rel_pos.get(i)
+            if pos is None:
+                continue
+            start, end = self._node_ids[self._rel_src[pos]], self._node_ids[self._rel_dst[pos]]
+            assert start is not None and end is not None
+            out[i] = (start, end, dict(self.graph.edges[start, end, i]["props"]))
+        return out
+
+    async def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {"nodes": len(self._node_pos), "relations": len(self._rel_pos)}
+        for _, data in self.graph.nodes(data=True):
+            out[data["label"]] = out.get(data["label"], 0) + 1
+        for _, _, data in self.graph.edges(data=True):
+            out[data["label"]] = out.get(data["label"], 0) + 1
+        return out
+
+    async def neighborhood(self, ids: Sequence[str], depth: int = 1) -> nx.MultiDiGraph:
+        """The subgraph within ``depth`` hops of ``ids`` (for views and exploration)."""
+        keep = {i for i in ids if i in self._node_pos}
+        frontier = set(keep)
+        for _ in range(depth):
+            nxt = set()
+            for n in frontier:
+                nxt.update(self.graph.successors(n))
+                nxt.update(self.graph.predecessors(n))
+            frontier = nxt - keep
+            keep |= nxt
+        return self.graph.subgraph(keep).copy()
+
+    async def aclose(self) -> None:
+        return None
+
+    # -- plan evaluation ------------------------------------------------------
+    def _build_index(self) -> _Index:
+        if self._index is not None:
+            return self._index
+        label_code = np.asarray(self._node_label, dtype=np.int32)
+        node_rank = _ranks(self._node_ids)
+        rel_rank = _ranks(self._rel_ids)
+        rel_label = np.asarray(self._rel_label, dtype=np.int32)
+        src = np.asarray(self._rel_src, dtype=np.int64)
+        dst = np.asarray(self._rel_dst, dtype=np.int64)
+        edges = {}
+        for code in np.unique(rel_label[rel_label >= 0]) if rel_label.size else []:
+            sel = np.flatnonzero(rel_label == code)
+            edges[int(code)] = (src[sel], dst[sel], sel)
+        self._index = _Index(label_code, node_rank, rel_rank, edges)
+        return self._index
+
+    def _node_mask(self, idx: _Index, spec: NodeSpec, threshold: float) -> tuple[np.ndarray, np.ndarray]:
+        codes = [self._labels[label] for label in spec.labels if label in self._labels]
+        mask = np.isin(idx.label_code, np.asarray(codes, dtype=np.int32))
+        factor = np.ones(idx.label_code.shape[0], dtype=np.float64)
+        if not spec.vectors:
+            return mask, factor
+        rows = np.flatnonzero(mask)
+        sub = self._emb[rows] if rows.size else np.zeros((0, self._dims or 1), np.float32)
+        keep = np.ones(rows.shape[0], dtype=bool)
+        for vec in spec.vectors:
+            if self._dims is not None and vec.shape[0] != self._dims:
+                raise EmbeddingError(f"query vector has {vec.shape[0]} dimensions, the store {self._dims}.")
+            q = vec / np.linalg.norm(vec)
+            sims = np.clip((1.0 + (sub @ q).astype(np.float64)) / 2.0, 0.0, 1.0)
+            keep &= sims >= threshold
+            factor[rows] *= sims
+        mask[rows[~keep]] = False
+        return mask, factor
+
+    def _hop_edges(self, idx: _Index, hop: HopSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        parts = [
+            idx.edges[self._labels[label]]
+            for label in hop.relation_labels
+            if label in self._labels and self._labels[label] in idx.edges
+        ]
+        if not parts:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty, empty, np.zeros(0, dtype=bool)
+        src = np.concatenate([p[0] for p in parts])
+        dst = np.concatenate([p[1] for p in parts])
+        rel = np.concatenate([p[2] for p in parts])
+        fwd = np.ones(src.shape[0], dtype=bool)
+        if hop.bidirectional:
+            # an undirected pattern sees every relationship from both of its ends
+            src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
+            rel = np.concatenate([rel, rel])
+            fwd = np.concatenate([fwd, ~fwd])
+        return src, dst, rel, fwd
+
+    async def execute(self, plan: QueryPlan) -> PlanResult:
+        return self.evaluate(plan)
+
+    def evaluate(self, plan: QueryPlan) -> PlanResult:
+        """Run a bound plan synchronously."""
+        if not plan.bound:
+            raise ValueError("bind the plan's vectors before executing it")
+        idx = self._build_index()
+        masks = [self._node_mask(idx, n, plan.threshold) for n in plan.nodes]
+        if plan.negated:
+            return self._negated(idx, plan, masks)
+        nodes = [np.flatnonzero(masks[0][0])]
+        rels: list[np.ndarray] = []
+        fwds: list[np.ndarray] = []
+        factor = masks[0][1][nodes[0]]
+        for h, hop in enumerate(plan.hops):
+            src, dst, rel, fwd = self._hop_edges(idx, hop)
+            ok = masks[h + 1][0][dst] & masks[h][0][src]
+            src, dst, rel, fwd = src[ok], dst[ok], rel[ok], fwd[ok]
+            order = np.argsort(src, kind="stable")
+            src, dst, rel, fwd = src[order], dst[order], rel[order], fwd[order]
+            cur = nodes[-1]
+            lo = np.searchsorted(src, cur, "left")
+            hi = np.searchsorted(src, cur, "right")
+            n_per = hi - lo
+            row = np.repeat(np.arange(cur.shape[0]), n_per)
+            offsets = np.arange(row.shape[0]) - np.repeat(np.cumsum(n_per) - n_per, n_per)
+            edge = np.repeat(lo, n_per) + offsets
+            keep = np.ones(row.shape[0], dtype=bool)
+            for prev in rels:  # relationships of one row are pairwise distinct
+                keep &= prev[row] != rel[edge]
+            row, edge = row[keep], edge[keep]
+            nodes = [n[row] for n in nodes] + [dst[edge]]
+            rels = [r[row] for r in rels] + [rel[edge]]
+            fwds = [f[row] for f in fwds] + [fwd[edge]]
+            factor = factor[row] * masks[h + 1][1][dst[edge]]
+        score = factor if plan.sides == 1 else factor ** (1.0 / plan.sides)
+        if plan.count:
+            return PlanResult(rows=[], count=int(score.shape[0]))
+        keys = []
+        for i in range(len(nodes)):
+            keys.append(idx.node_rank[nodes[i]])
+            if i < len(rels):
+                keys.append(idx.rel_rank[rels[i]])
+        chosen = _top_k(score, keys, plan.k)
+        return PlanResult(rows=[self._row(nodes, rels, fwds, score, j) for j in chosen])
+
+    def _negated(self, idx: _Index, plan: QueryPlan, masks: list[tuple[np.ndarray, np.ndarray]]) -> PlanResult:
+        (m0, f0), (m1, _) = masks
+        src, dst, _, _ = self._hop_edges(idx, plan.hops[0])
+        has = np.zeros(m0.shape[0], dtype=bool)
+        has[src[m1[dst]]] = True
+        subjects = np.flatnonzero(m0 & ~has)
+        score = f0[subjects]
+        if plan.count:
+            return PlanResult(rows=[], count=int(subjects.shape[0]))
+        chosen = _top_k(score, [idx.node_rank[subjects]], plan.k)
+        return PlanResult(rows=[self._row([subjects], [], [], score, j) for j in chosen])
+
+    def _row(
+        self, nodes: list[np.ndarray], rels: list[np.ndarray], fwds: list[np.ndarray], score: np.ndarray, j: int
+    ) -> PlanRow:
+        node_ids = tuple(self._node_ids[int(n[j])] or "" for n in nodes)
+        rel_ids = tuple(self._rel_ids[int(r[j])] or "" for r in rels)
+        rel_props = []
+        for i, rid in enumerate(rel_ids):
+            start, end = (node_ids[i], node_ids[i + 1]) if fwds[i][j] else (node_ids[i + 1], node_ids[i])
+            rel_props.append(dict(self.graph.edges[start, end, rid]["props"]))
+        return PlanRow(
+            node_ids=node_ids,
+            node_props=tuple(dict(self.graph.nodes[n]["props"]) for n in node_ids),
+            rel_ids=rel_ids,
+            rel_props=tuple(rel_props),
+            rel_forward=tuple(bool(f[j]) for f in fwds),
+            score=float(score[j]),
+        )
+
+    # -- persistence ----------------------------------------------------------
+    def save(self, path: str | os.PathLike[str] | None = None) -> Path:
+        """Write the store to ``path`` (default: the path it was opened with), atomically."""
+        target = Path(path) if path else self.path
+        if target is None:
+            raise StoreFormatError("this store has no file; pass a path to save(), e.g. save('kb.json').")
+        nodes = []
+        for node_id, pos in self._node_pos.items():
+            data = self.graph.nodes[node_id]
+            vec = self._emb[pos].astype("<f4").tobytes()
+            nodes.append(
+                {
+                    "id": node_id,
+                    "label": data["label"],
+                    "props": data["props"],
+                    "embedding": base64.b64encode(vec).decode(),
+                }
+            )
+        relations = [
+            {"id": key, "label": data["label"], "start": u, "end": v, "props": data["props"]}
+            for u, v, key, data in self.graph.edges(keys=True, data=True)
+        ]
+        doc = {"format": FORMAT, "version": VERSION, "dimensions": self._dims, "nodes": nodes, "relations": relations}
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=target.name, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(doc, fh, ensure_ascii=False)
+            os.replace(tmp, target)  # readers never see a half-written file
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return target
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> MemoryGraphStore:
+        """Open a saved store (raises ``StoreFormatError`` on a malformed file)."""
+        if not Path(path).exists():
+            raise StoreFormatError(f"no store file at {path}.")
+        return cls(path)
+
+    def _load(self, path: Path) -> None:
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise StoreFormatError(
+                f"{path} is not a kag memory store file ({exc}); delete it or pass another path."
+            ) from exc
+        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+            raise StoreFormatError(f"{path} is not a kag memory store file (missing format marker).")
+        if doc.get("version") != VERSION:
+            raise StoreFormatError(f"{path} has store version {doc.get('version')!r}; this kag reads {VERSION}.")
+        try:
+            dims = doc["dimensions"]
+            nodes, rels = [], []
+            for n in doc["nodes"]:
+                vec = np.frombuffer(base64.b64decode(n["embedding"]), dtype="<f4").astype(np.float32)
+                if dims is None or vec.shape != (dims,) or not np.isfinite(vec).all():
+                    raise StoreFormatError(f"{path}: node {n.get('id')!r} has a bad embedding.")
+                nodes.append(NodeRecord(str(n["id"]), str(n["label"]), dict(n["props"]), vec))
+            for r in doc["relations"]:
+                rels.append(
+                    RelationRecord(str(r["id"]), str(r["label"]), str(r["start"]), str(r["end"]), dict(r["props"]))
+                )
+            self._upsert(nodes, rels)
+        except StoreFormatError:
+            raise
+        except (KeyError, TypeError, ValueError) as exc:
+            raise StoreFormatError(f"{path} is a damaged kag memory store file ({exc!r}).") from exc
+
+
+def _ranks(ids: list[str | None]) -> np.ndarray:
+    """Rank of each id in sorted order (deleted ids rank last)."""
+    arr = np.asarray([i if i is not None else "\U0010ffff" for i in ids], dtype=object)
+    order = np.argsort(arr, kind="stable")
+    ranks = np.empty(len(ids), dtype=np.int64)
+    ranks[order] = np.arange(len(ids))
+    return ranks
+
+
+def _top_k(score: np.ndarray, keys: list[np.ndarray], k: int) -> np.ndarray:
+    """Indices of the exact top-k rows by score desc, ties broken by ``keys`` in order."""
+    n = score.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    candidates = np.arange(n)
+    if n > k:
+        kth = np.partition(score, n - k)[n - k]
+        candidates = np.flatnonzero(score >= kth)  # keeps every row tied with the k-th
+    sort_keys = [key[candidates] for key in reversed(keys)] + [-score[candidates]]
+    order = np.lexsort(sort_keys)
+    return candidates[order[:k]]

@@ -1,0 +1,320 @@
+"""The Neo4j store: the same plans, compiled to parameterized Cypher, over the async driver.
+
+* one driver per store (per KnowledgeBase), created lazily on first use;
+* constraints (``REQUIRE n.id IS UNIQUE``) and one vector index per entity label,
+  created idempotently, then ``db.awaitIndexes``;
+* writes are batched ``UNWIND ... MERGE`` in managed write transactions;
+* every compiled read query is first run through ``EXPLAIN`` and refused unless
+  Neo4j reports it read-only, then executed in a read transaction;
+* driver errors become typed ``kag.errors`` that say what to do; transient
+  failures are retried with bounded exponential backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+import neo4j
+from neo4j import AsyncDriver, AsyncGraphDatabase, RoutingControl
+from neo4j import exceptions as nx
+
+from kag.errors import (
+    BackendAuthError,
+    BackendUnavailableError,
+    ConfigError,
+    EmbeddingError,
+    QueryError,
+    StoreError,
+    UnsafeQueryError,
+)
+from kag.graph.base import NodeRecord, PlanResult, PlanRow, RelationRecord
+from kag.query.cypher import compile_plan, quote
+from kag.query.plan import QueryPlan
+
+T = TypeVar("T")
+ENTITY = "KagEntity"  # shared label of entity nodes: one id index for lookups and endpoints
+_RETRYABLE = (nx.ServiceUnavailable, nx.SessionExpired, nx.TransientError, OSError)
+
+
+class Neo4jGraphStore:
+    """Graph store on a Neo4j 5 server (``neo4j://`` or ``bolt://``)."""
+
+    def __init__(
+        self,
+        uri: str,
+        *,
+        user: str | None = None,
+        password: str | None = None,
+        database: str | None = None,
+        batch_size: int = 1000,
+        max_retries: int = 3,
+        backoff: float = 0.5,
+        connection_timeout: float = 5.0,
+        max_transaction_retry_time: float = 5.0,
+        driver: AsyncDriver | None = None,
+    ) -> None:
+        if batch_size < 1 or max_retries < 0:
+            raise ConfigError("batch_size must be >= 1 and max_retries >= 0.")
+        self.uri = uri
+        self.user = user or os.environ.get("NEO4J_USER") or os.environ.get("NEO4J_USERNAME") or "neo4j"
+        self._password = password if password is not None else os.environ.get("NEO4J_PASSWORD")
+        self.database = database or os.environ.get("NEO4J_DATABASE") or None
+        self.batch_size = batch_size
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self._connection_timeout = connection_timeout
+        self._max_transaction_retry_time = max_transaction_retry_time
+        self._driver = driver
+        self._entity_labels: tuple[str, ...] = ()
+        self._relation_labels: tuple[str, ...] = ()
+        self._read_only: set[str] = set()  # query texts EXPLAIN has proven read-only
+
+    # -- connection -----------------------------------------------------------
+    @property
+    def driver(self) -> AsyncDriver:
+        if self._driver is None:
+            auth = (self.user, self._password) if self._password is not None else None
+            self._driver = AsyncGraphDatabase.driver(
+                self.uri,
+                auth=auth,
+                connection_timeout=self._connection_timeout,
+                max_transaction_retry_time=self._max_transaction_retry_time,
+            )
+        return self._driver
+
+    async def aclose(self) -> None:
+        if self._driver is not None:
+            await self._driver.close()
+            self._driver = None
+
+    def _translate(self, exc: BaseException, what: str) -> StoreError | QueryError:
+        if isinstance(exc, nx.AuthError):
+            return BackendAuthError(
+                f"Neo4j at {self.uri} refused the credentials of user {self.user!r} while {what}: "
+                "check NEO4J_USER / NEO4J_PASSWORD (or the user=/password= arguments)."
+            )
+        if isinstance(exc, _RETRYABLE | nx.DriverError) and not isinstance(exc, nx.Neo4jError):
+            return BackendUnavailableError(
+                f"cannot reach Neo4j at {self.uri} while {what} ({type(exc).__name__}: {exc}). "
+                "Is the server running? Start it with `make neo4j-start` or check NEO4J_URI; "
+                "writes are idempotent, so re-run the same ingest once it is back."
+            )
+        if isinstance(exc, nx.TransientError):
+            return BackendUnavailableError(f"Neo4j stayed busy while {what}: {exc}. Retry later.")
+        return QueryError(f"Neo4j rejected a query while {what}: {exc}")
+
+    async def _retry(self, what: str, fn: Callable[[], Awaitable[T]]) -> T:
+        attempt = 0
+        while True:
+            try:
+                return await fn()
+            except (nx.AuthError, nx.ConfigurationError) as exc:
+                raise self._translate(exc, what) from exc
+            except _RETRYABLE as exc:
+                if attempt >= self.max_retries:
+                    raise self._translate(exc, what) from exc
+                # bounded exponential backoff with jitter
+                await asyncio.sleep(self.backoff * (2**attempt) * (0.5 + random.random() / 2))
+                attempt += 1
+            except nx.Neo4jError as exc:
+                raise self._translate(exc, what) from exc
+
+    async def _run(self, query: str, params: dict[str, Any] | None, *, write: bool, what: str) -> neo4j.EagerResult:
+        routing = RoutingControl.WRITE if write else RoutingControl.READ
+
+        async def call() -> neo4j.EagerResult:
+            return await self.driver.execute_query(
+                query, parameters_=params or {}, routing_=routing, database_=self.database
+            )
+
+        return await self._retry(what, call)
+
+    # -- schema ---------------------------------------------------------------
+    async def ensure_schema(
+        self, entity_labels: Sequence[str], relation_labels: Sequence[str], dimensions: int
+    ) -> None:
+        self._entity_labels = tuple(entity_labels)
+        self._relation_labels = tuple(relation_labels)
+        dims = int(dimensions)
+        statements = [f"CREATE CONSTRAINT kag_entity_id IF NOT EXISTS FOR (n:{quote(ENTITY)}) REQUIRE n.id IS UNIQUE"]
+        for label in entity_labels:
+            statements.append(
+                f"CREATE CONSTRAINT {quote('kag_' + label + '_id')} IF NOT EXISTS "
+                f"FOR (n:{quote(label)}) REQUIRE n.id IS UNIQUE"
+            )
+            statements.append(
+                f"CREATE VECTOR INDEX {quote('kag_' + label + '_embedding')} IF NOT EXISTS "
+                f"FOR (n:{quote(label)}) ON n.embedding OPTIONS {{indexConfig: "
+                f"{{`vector.dimensions`: {dims}, `vector.similarity_function`: 'cosine'}}}}"
+            )
+        for label in relation_labels:
+            statements.append(
+                f"CREATE CONSTRAINT {quote('kag_' + label + '_id')} IF NOT EXISTS "
+                f"FOR ()-[r:{quote(label)}]-() REQUIRE r.id IS UNIQUE"
+            )
+        for stmt in statements:
+            await self._run(stmt, None, write=True, what="creating constraints and indexes")
+        await self._run("CALL db.awaitIndexes(300)", None, write=False, what="waiting for indexes")
+        await self._check_dimensions(entity_labels, dims)
+
+    async def _check_dimensions(self, labels: Sequence[str], dims: int) -> None:
+        res = await self._run(
+            "SHOW VECTOR INDEXES YIELD name, options WHERE name STARTS WITH 'kag_' RETURN name, options",
+            None,
+            write=False,
+            what="reading index settings",
+        )
+        wanted = {f"kag_{label}_embedding" for label in labels}
+        for record in res.records:
+            if record["name"] in wanted:
+                have = (record["options"] or {}).get("indexConfig", {}).get("vector.dimensions")
+                if have is not None and int(have) != dims:
+                    raise EmbeddingError(
+                        f"Neo4j index {record['name']} holds {have}-dimensional vectors but the embedder "
+                        f"gives {dims}; use the same embedder, or drop the index and re-ingest."
+                    )
+
+    # -- writes ---------------------------------------------------------------
+    async def upsert(self, nodes: Sequence[NodeRecord], relations: Sequence[RelationRecord]) -> None:
+        by_label: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for n in nodes:
+            by_label[n.label].append({"id": n.id, "props": n.properties, "embedding": [float(x) for x in n.embedding]})
+        for label, rows in by_label.items():
+            query = (
+                "UNWIND $rows AS row\n"
+                f"MERGE (n:{quote(ENTITY)} {{id: row.id}})\n"
+                f"SET n:{quote(label)}, n += row.props, n.embedding = row.embedding"
+            )
+            for start in range(0, len(rows), self.batch_size):
+                await self._run(
+                    query, {"rows": rows[start : start + self.batch_size]}, write=True, what=f"writing {label} nodes"
+                )
+        rels: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for r in relations:
+            rels[r.label].append({"id": r.id, "start": r.start, "end": r.end, "props": r.properties})
+        for label, rows in rels.items():
+            query = (
+                "UNWIND $rows AS row\n"
+                f"MATCH (a:{quote(ENTITY)} {{id: row.start}})\n"
+                f"MATCH (b:{quote(ENTITY)} {{id: row.end}})\n"
+                f"MERGE (a)-[r:{quote(label)} {{id: row.id}}]->(b)\n"
+                "SET r += row.props"
+            )
+            for start in range(0, len(rows), self.batch_size):
+                await self._run(
+                    query,
+                    {"rows": rows[start : start + self.batch_size]},
+                    write=True,
+                    what=f"writing {label} relations",
+                )
+
+    async def delete(self, ids: Sequence[str]) -> int:
+        ids = list(dict.fromkeys(ids))
+        found = 0
+        if self._relation_labels:
+            types = "|".join(quote(t) for t in self._relation_labels)
+            res = await self._run(
+                f"MATCH ()-[r:{types}]->() WHERE r.id IN $ids WITH r, r.id AS id DELETE r RETURN count(id) AS n",
+                {"ids": ids},
+                write=True,
+                what="deleting relations",
+            )
+            found += int(res.records[0]["n"])
+        res = await self._run(
+            f"UNWIND $ids AS id MATCH (n:{quote(ENTITY)} {{id: id}}) DETACH DELETE n RETURN count(*) AS n",
+            {"ids": ids},
+            write=True,
+            what="deleting nodes",
+        )
+        return found + int(res.records[0]["n"])
+
+    # -- reads ----------------------------------------------------------------
+    async def _read(self, query: str, params: dict[str, Any], what: str) -> neo4j.EagerResult:
+        await self.assert_read_only(query, params)
+        return await self._run(query, params, write=False, what=what)
+
+    async def assert_read_only(self, query: str, params: dict[str, Any]) -> None:
+        """Refuse ``query`` unless ``EXPLAIN`` reports it read-only (cached per text)."""
+        if query in self._read_only:
+            return
+        res = await self._run("EXPLAIN " + query, params, write=False, what="checking a query plan")
+        if res.summary.query_type != "r":
+            raise UnsafeQueryError(
+                f"refused to run a query Neo4j classifies as {res.summary.query_type!r}, not read-only: {query[:200]}"
+            )
+        self._read_only.add(query)
+
+    async def execute(self, plan: QueryPlan) -> PlanResult:
+        compiled = compile_plan(plan)
+        res = await self._read(compiled.text, compiled.params, "running a triplet search")
+        if plan.count:
+            return PlanResult(rows=[], count=int(res.records[0]["count"]))
+        n_nodes = 1 if plan.negated else len(plan.nodes)
+        n_rels = 0 if plan.negated else len(plan.hops)
+        rows = []
+        for rec in res.records:
+            rows.append(
+                PlanRow(
+                    node_ids=tuple(rec[f"n{i}_id"] for i in range(n_nodes)),
+                    node_props=tuple(_clean(rec[f"n{i}_props"]) for i in range(n_nodes)),
+                    rel_ids=tuple(rec[f"r{i + 1}_id"] for i in range(n_rels)),
+                    rel_props=tuple(_clean(rec[f"r{i + 1}_props"]) for i in range(n_rels)),
+                    rel_forward=tuple(bool(rec[f"r{i + 1}_forward"]) for i in range(n_rels)),
+                    score=float(rec["score"]),
+                )
+            )
+        return PlanResult(rows=rows)
+
+    async def get_nodes(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        res = await self._read(
+            f"UNWIND $ids AS id MATCH (n:{quote(ENTITY)} {{id: id}}) "
+            "RETURN n.id AS id, n {.*, embedding: null} AS props",
+            {"ids": list(ids)},
+            "reading nodes",
+        )
+        return {r["id"]: _clean(r["props"]) for r in res.records}
+
+    async def get_relations(self, ids: Sequence[str]) -> dict[str, tuple[str, str, dict[str, Any]]]:
+        if not self._relation_labels:
+            return {}
+        types = "|".join(quote(t) for t in self._relation_labels)
+        res = await self._read(
+            f"MATCH (a)-[r:{types}]->(b) WHERE r.id IN $ids "
+            "RETURN r.id AS id, a.id AS start, b.id AS end, r {.*} AS props",
+            {"ids": list(ids)},
+            "reading relations",
+        )
+        return {r["id"]: (r["start"], r["end"], _clean(r["props"])) for r in res.records}
+
+    async def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {"nodes": 0, "relations": 0}
+        for label in self._entity_labels:
+            res = await self._read(f"MATCH (n:{quote(label)}) RETURN count(n) AS n", {}, "counting nodes")
+            out[label] = int(res.records[0]["n"])
+        res = await self._read(f"MATCH (n:{quote(ENTITY)}) RETURN count(n) AS n", {}, "counting nodes")
+        out["nodes"] = int(res.records[0]["n"])
+        for label in self._relation_labels:
+            res = await self._read(f"MATCH ()-[r:{quote(label)}]->() RETURN count(r) AS n", {}, "counting relations")
+            out[label] = int(res.records[0]["n"])
+            out["relations"] += out[label]
+        return {k: v for k, v in out.items() if v or k in ("nodes", "relations")}
+
+    async def clear(self) -> None:
+        """Delete every kag entity and its relations (tests and re-ingests)."""
+        query = f"MATCH (n:{quote(ENTITY)}) CALL (n) {{ DETACH DELETE n }} IN TRANSACTIONS OF 5000 ROWS"
+
+        async def call() -> None:
+            # CALL ... IN TRANSACTIONS needs an auto-commit transaction
+            async with self.driver.session(database=self.database) as session:
+                await (await session.run(query)).consume()
+
+        await self._retry("clearing the graph", call)
+
+
+def _clean(props: dict[str, Any] | None) -> dict[str, Any]:
+    return {k: v for k, v in (props or {}).items() if k not in ("embedding",) and v is not None}

@@ -1,0 +1,246 @@
+"""``KnowledgeBase``: a declared schema + a graph store + an embedder.
+
+This is the layer users talk to: it validates models against the schema,
+embeds entity texts in batches, writes records to the store, plans and runs
+triplet and similarity searches, and turns stored rows back into models.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from kag._sync import SyncFacade
+from kag.datamodels.base import Entity, Relation
+from kag.datamodels.schema import GraphSchema
+from kag.errors import ConfigError, EmbeddingError, InvalidInputError
+from kag.graph import open_store
+from kag.graph.base import GraphStore, NodeRecord, PlanRow, RelationRecord, flatten, unflatten
+from kag.knowledge.hits import EntityHit, TripletHit, TripletResults
+from kag.query.cypher import CompiledQuery, compile_plan
+from kag.query.plan import QueryPlan, plan_similarity_search, plan_triplet_search
+from kag.query.triplet import TripletChain, TripletSearch
+from kag.rag.embedders import Embedder, HashEmbedder, check_matrix
+
+SearchInput = TripletSearch | TripletChain | Sequence[TripletSearch] | dict[str, Any]
+
+
+class KnowledgeBase:
+    """Typed knowledge graph over ``memory://`` (default) or ``neo4j://``.
+
+    >>> kb = KnowledgeBase("memory://", entity_models=[City, Country], relation_models=[IsCapitalOf])
+    >>> await kb.upsert([IsCapitalOf(subj=City(name="Paris"), obj=Country(name="France"))])
+    """
+
+    def __init__(
+        self,
+        uri: str = "memory://",
+        *,
+        entity_models: Sequence[type[Entity]] = (),
+        relation_models: Sequence[type[Relation]] = (),
+        embedder: Embedder | None = None,
+        store: GraphStore | None = None,
+        batch_size: int = 512,
+        **store_options: Any,
+    ) -> None:
+        self.schema = GraphSchema(list(entity_models), list(relation_models))
+        self.embedder: Embedder = embedder if embedder is not None else HashEmbedder(dimensions=384)
+        if not isinstance(self.embedder, Embedder):
+            raise ConfigError("embedder must have `dimensions`, `name` and an async `embed(texts)` method.")
+        if batch_size < 1:
+            raise ConfigError("batch_size must be >= 1.")
+        self.batch_size = batch_size
+        self.store: GraphStore = store if store is not None else open_store(uri, **store_options)
+        self.uri = self.store.uri
+        self._ready = False
+        self._ready_lock = asyncio.Lock()
+        self._sync: SyncFacade | None = None
+
+    # -- lifecycle ------------------------------------------------------------
+    @property
+    def sync(self) -> Any:
+        """Blocking facade: ``kb.sync.triplet_search(...)`` (refuses inside an event loop)."""
+        if self._sync is None:
+            self._sync = SyncFacade(self)
+        return self._sync
+
+    @property
+    def entity_models(self) -> tuple[type[Entity], ...]:
+        return tuple(self.schema.entity_models)
+
+    @property
+    def relation_models(self) -> tuple[type[Relation], ...]:
+        return tuple(self.schema.relation_models)
+
+    async def ensure_ready(self) -> None:
+        """Create constraints and indexes once (idempotent; called by every operation)."""
+        if self._ready:
+            return
+        async with self._ready_lock:
+            if not self._ready:
+                await self.store.ensure_schema(
+                    self.schema.entity_labels, self.schema.relation_labels, self.embedder.dimensions
+                )
+                self._ready = True
+
+    async def aclose(self) -> None:
+        """Close the store's connections."""
+        await self.store.aclose()
+
+    async def __aenter__(self) -> KnowledgeBase:
+        await self.ensure_ready()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # -- writes ---------------------------------------------------------------
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed texts in batches, validating shape and finiteness."""
+        parts = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = list(texts[start : start + self.batch_size])
+            out = await self.embedder.embed(batch)
+            parts.append(check_matrix(out, len(batch), self.embedder.dimensions, self.embedder.name))
+        if not parts:
+            return np.zeros((0, self.embedder.dimensions), dtype=np.float32)
+        matrix = np.concatenate(parts)
+        if not np.linalg.norm(matrix, axis=1).all():
+            raise EmbeddingError(f"{self.embedder.name} returned an all-zero vector; it cannot be compared.")
+        return matrix
+
+    def records(self, items: Iterable[Entity | Relation]) -> tuple[list[Entity], list[Relation]]:
+        """Validate ``items`` against the schema; return entities (endpoints included) and relations."""
+        entities: dict[str, Entity] = {}
+        relations: dict[str, Relation] = {}
+        if isinstance(items, Entity | Relation):
+            items = [items]
+        for item in items:
+            if isinstance(item, Relation):
+                self.schema.check_relation(item)
+                relations[item.id] = item
+                for end in (item.subj, item.obj):
+                    entities.setdefault(end.id, end)
+            elif isinstance(item, Entity):
+                self.schema.check_entity(item)
+                entities[item.id] = item  # an explicit entity wins over a relation endpoint
+            else:
+                raise InvalidInputError(f"upsert() takes Entity and Relation models, got {type(item).__name__}.")
+        return list(entities.values()), list(relations.values())
+
+    async def upsert(self, items: Iterable[Entity | Relation] | Entity | Relation) -> dict[str, int]:
+        """Insert or merge entities and relations (relation endpoints are upserted too).
+
+        Only the fields a model set explicitly overwrite stored values, so an
+        endpoint ``City(name="Paris")`` never erases a stored population.
+        """
+        await self.ensure_ready()
+        entities, relations = self.records(items)  # type: ignore[arg-type]
+        vectors = await self.embed([e.search_text() for e in entities])
+        nodes = [
+            NodeRecord(e.id, e.label, flatten(e, include=_set_fields(e)), vectors[i]) for i, e in enumerate(entities)
+        ]
+        rels = [
+            RelationRecord(r.id, r.label, r.subj.id, r.obj.id, flatten(r, include=_set_fields(r))) for r in relations
+        ]
+        await self.store.upsert(nodes, rels)
+        return {"entities": len(nodes), "relations": len(rels)}
+
+    async def delete(self, refs: Iterable[str | Entity | Relation] | str | Entity | Relation) -> int:
+        """Delete entities (and their relations) or relations; return how many existed."""
+        await self.ensure_ready()
+        if isinstance(refs, str | Entity | Relation):
+            refs = [refs]
+        ids = [r if isinstance(r, str) else r.id for r in refs]
+        return await self.store.delete(ids)
+
+    async def get(self, ref: str | Entity | Relation) -> Entity | Relation | None:
+        """The stored entity or relation with this id (or of this model's identity), else None."""
+        await self.ensure_ready()
+        item_id = ref if isinstance(ref, str) else ref.id
+        if item_id.startswith("r_"):
+            rels = await self.store.get_relations([item_id])
+            if item_id not in rels:
+                return None
+            start, end, props = rels[item_id]
+            nodes = await self.store.get_nodes([start, end])
+            return self._relation(props, self._entity(nodes[start]), self._entity(nodes[end]))
+        nodes = await self.store.get_nodes([item_id])
+        return self._entity(nodes[item_id]) if item_id in nodes else None
+
+    async def counts(self) -> dict[str, int]:
+        """Node and relation counts per label and in total."""
+        await self.ensure_ready()
+        return await self.store.counts()
+
+    async def save(self, path: str | None = None) -> str:
+        """Persist a memory store to its file (or ``path``)."""
+        save = getattr(self.store, "save", None)
+        if save is None:
+            raise ConfigError(f"{self.uri} persists on its own; save() is for memory:// stores.")
+        return str(save(path))
+
+    # -- reads ----------------------------------------------------------------
+    def plan(self, search: SearchInput, *, k: int = 10, threshold: float = 0.7) -> QueryPlan:
+        """Validate a triplet search against the schema and build its (unbound) plan."""
+        return plan_triplet_search(search, self.schema, k=k, threshold=threshold)
+
+    async def bind(self, plan: QueryPlan) -> QueryPlan:
+        """Embed the plan's texts and attach the vectors."""
+        texts = plan.texts()
+        return plan.bind(await self.embed(texts)) if texts else plan.bind([])
+
+    async def compile(self, search: SearchInput, *, k: int = 10, threshold: float = 0.7) -> CompiledQuery:
+        """The Cypher (text, params) a triplet search compiles to, on any backend."""
+        return compile_plan(await self.bind(self.plan(search, k=k, threshold=threshold)))
+
+    async def triplet_search(self, search: SearchInput, *, k: int = 10, threshold: float = 0.7) -> TripletResults:
+        """Exact top-k facts matching a triplet search (or chain), best first."""
+        await self.ensure_ready()
+        plan = await self.bind(self.plan(search, k=k, threshold=threshold))
+        result = await self.store.execute(plan)
+        query = compile_plan(plan)
+        if result.count is not None:
+            return TripletResults([], count=result.count, query=query)
+        return TripletResults([self._triplet(row) for row in result.rows], query=query)
+
+    async def similarity_search(self, label: str, text: str, *, k: int = 10, threshold: float = 0.0) -> list[EntityHit]:
+        """Entities of ``label`` (or ``"*"``) most similar to ``text``."""
+        await self.ensure_ready()
+        plan = await self.bind(plan_similarity_search(label, text, self.schema, k=k, threshold=threshold))
+        result = await self.store.execute(plan)
+        return [EntityHit(self._entity(row.node_props[0]), row.score) for row in result.rows]
+
+    async def execute(self, plan: QueryPlan) -> list[PlanRow]:
+        """Run a bound plan and return raw rows (ids, properties, scores)."""
+        await self.ensure_ready()
+        return (await self.store.execute(plan)).rows
+
+    # -- hydration ------------------------------------------------------------
+    def _entity(self, props: dict[str, Any]) -> Entity:
+        model = self.schema.entity_model(props.get("label", ""))
+        return model.model_validate(unflatten(model, props))
+
+    def _relation(self, props: dict[str, Any], subj: Entity, obj: Entity) -> Relation:
+        spec = self.schema.relation_spec(props.get("label", ""))
+        data = unflatten(spec.model, props)
+        return spec.model.model_validate({**data, "subj": subj, "obj": obj})
+
+    def _triplet(self, row: PlanRow) -> TripletHit:
+        path = tuple(self._entity(p) for p in row.node_props)
+        rels = []
+        for i, props in enumerate(row.rel_props):
+            a, b = path[i], path[i + 1]
+            subj, obj = (a, b) if row.rel_forward[i] else (b, a)
+            rels.append(self._relation(props, subj, obj))
+        if not rels:
+            return TripletHit(path[0], None, None, row.score, path, ())
+        return TripletHit(path[0], rels[0], path[-1] if len(rels) == 1 else path[1], row.score, path, tuple(rels))
+
+
+def _set_fields(model: Entity | Relation) -> set[str]:
+    keys = set(type(model).key_fields())
+    return (set(model.model_fields_set) | keys | {"label"}) - {"subj", "obj"}

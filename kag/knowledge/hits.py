@@ -1,0 +1,65 @@
+"""Result types of knowledge-base searches."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kag.datamodels.base import Entity, Relation
+from kag.query.cypher import CompiledQuery
+
+
+@dataclass(frozen=True)
+class EntityHit:
+    """An entity and its similarity score in [0, 1]."""
+
+    entity: Entity
+    score: float
+
+
+@dataclass(frozen=True)
+class TripletHit:
+    """A matched fact. For chains, ``path``/``relations`` hold every hop."""
+
+    subject: Entity
+    relation: Relation | None
+    object: Entity | None
+    score: float
+    path: tuple[Entity, ...] = ()
+    relations: tuple[Relation, ...] = ()
+
+    def text(self) -> str:
+        """The fact as one line: ``Paris -[IsCapitalOf]-> France``."""
+        if self.relation is None or self.object is None:
+            return f"{_name(self.subject)} ({self.subject.label})"
+        parts = [_name(self.path[0])]
+        for i, rel in enumerate(self.relations):
+            nxt = self.path[i + 1]
+            forward = rel.subj.id == self.path[i].id
+            parts.append(f" -[{rel.label}]-> " if forward else f" <-[{rel.label}]- ")
+            parts.append(_name(nxt))
+        return "".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "subject": self.subject.to_dict(),
+            "relation": self.relation.properties() | {"label": self.relation.label} if self.relation else None,
+            "object": self.object.to_dict() if self.object else None,
+            "score": self.score,
+            "text": self.text(),
+        }
+
+
+def _name(entity: Entity) -> str:
+    return entity.search_text()
+
+
+class TripletResults(list[TripletHit]):
+    """Hits of a triplet search; ``count`` is set for count searches, ``query`` holds the Cypher."""
+
+    def __init__(
+        self, hits: list[TripletHit] | None = None, *, count: int | None = None, query: CompiledQuery | None = None
+    ) -> None:
+        super().__init__(hits or [])
+        self.count: int | None = count  # type: ignore[assignment]
+        self.query = query

@@ -1,0 +1,308 @@
+"""The language-model contract and the validation + repair loop shared by every client.
+
+A language model in kag only ever answers with one JSON object that matches a
+schema. :class:`BaseLanguageModel` owns everything around the raw completion:
+schema preparation, JSON parsing, validation (pydantic model, dict JSON schema,
+caller hook) and a bounded repair dialogue when the answer is invalid.
+Subclasses implement :meth:`BaseLanguageModel._complete` only.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+import re
+from collections.abc import Callable, Sequence
+from types import TracebackType
+from typing import Any, Literal, Protocol, Self, TypedDict, runtime_checkable
+
+import pydantic
+
+from kag.errors import ConfigError, GenerationError, InvalidInputError, LanguageModelError
+from kag.lm.jsonschema_check import validate_json_schema
+
+__all__ = [
+    "BaseLanguageModel",
+    "InvalidOutputError",
+    "LanguageModel",
+    "Message",
+    "parse_json_object",
+    "resolve_schema",
+]
+
+Role = Literal["system", "user", "assistant"]
+_ROLES: frozenset[str] = frozenset({"system", "user", "assistant"})
+# OpenAI's rule for response_format names; applied to every client so configs stay portable.
+_SCHEMA_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*(.*?)\s*```$", re.DOTALL)
+_RAW_PREVIEW = 600
+
+
+class Message(TypedDict):
+    """One chat message: ``{"role": "system" | "user" | "assistant", "content": str}``."""
+
+    role: Role
+    content: str
+
+
+@runtime_checkable
+class LanguageModel(Protocol):
+    """What kag needs from a language model: schema-constrained JSON generation."""
+
+    @property
+    def name(self) -> str:
+        """A short human-readable identifier, e.g. ``"openai:gpt-4o-mini"``."""
+        ...
+
+    async def generate(
+        self,
+        messages: Sequence[Message],
+        schema: dict[str, Any] | type[pydantic.BaseModel],
+        *,
+        validate: Callable[[dict[str, Any]], Any] | None = None,
+        schema_name: str = "output",
+    ) -> dict[str, Any]:
+        """Return one JSON object answering ``messages`` that satisfies ``schema``."""
+        ...
+
+    def get_config(self) -> dict[str, Any]:
+        """Return a JSON-serializable config (no API keys, clients or callables)."""
+        ...
+
+
+class InvalidOutputError(LanguageModelError, ValueError):
+    """A completion arrived but cannot be used as is (e.g. cut off at the token limit).
+
+    Raised by :meth:`BaseLanguageModel._complete` implementations; the repair loop
+    treats it like a validation failure and asks the model again.
+    """
+
+    def __init__(self, message: str, raw: str = "") -> None:
+        super().__init__(message)
+        self.raw = raw
+
+
+def resolve_schema(
+    schema: dict[str, Any] | type[pydantic.BaseModel],
+) -> tuple[dict[str, Any], type[pydantic.BaseModel] | None]:
+    """Return ``(json_schema, model_class_or_None)`` for a dict schema or a pydantic class."""
+    if isinstance(schema, type) and issubclass(schema, pydantic.BaseModel):
+        return schema.model_json_schema(), schema
+    if isinstance(schema, dict):
+        if schema.get("type", "object") != "object":
+            raise InvalidInputError(
+                f"The output schema must describe a JSON object (type 'object'), got type "
+                f"{schema.get('type')!r}: wrap the value in an object property."
+            )
+        return schema, None
+    raise InvalidInputError(
+        f"schema must be a JSON-schema dict or a pydantic.BaseModel subclass, "
+        f"got {type(schema).__name__}."
+    )
+
+
+def parse_json_object(raw: str) -> dict[str, Any]:
+    """Parse a model answer into a JSON object.
+
+    Tolerates surrounding whitespace and one Markdown code fence (```json ... ```),
+    nothing more: anything else is reported so the model can correct itself.
+    Raises ``ValueError`` with a message meant to be shown to the model.
+    """
+    text = raw.strip()
+    fenced = _FENCE.match(text)
+    if fenced:
+        text = fenced.group(1).strip()
+    if not text:
+        raise ValueError("the answer was empty; expected a JSON object")
+
+    def reject_constant(name: str) -> Any:
+        raise ValueError(f"{name} is not valid JSON")
+
+    try:
+        value = json.loads(text, parse_constant=reject_constant)
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"the answer is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+        ) from None
+    except ValueError as exc:
+        raise ValueError(f"the answer is not valid JSON ({exc})") from None
+    if not isinstance(value, dict):
+        kind = "an array" if isinstance(value, list) else f"a {type(value).__name__}"
+        raise ValueError(f"expected a JSON object at the top level, got {kind}")
+    return value
+
+
+def describe_error(exc: BaseException) -> str:
+    """Render a validation error compactly, as the model should read it."""
+    if isinstance(exc, pydantic.ValidationError):
+        parts = []
+        for err in exc.errors(include_url=False)[:10]:
+            loc = ".".join(str(p) for p in err.get("loc", ())) or "(root)"
+            parts.append(f"{loc}: {err.get('msg', 'invalid')}")
+        more = exc.error_count() - len(parts)
+        return "; ".join(parts) + (f"; ... and {more} more" if more > 0 else "")
+    text = str(exc).strip()
+    return text or type(exc).__name__
+
+
+def _preview(raw: str) -> str:
+    if len(raw) <= _RAW_PREVIEW:
+        return raw
+    return raw[:_RAW_PREVIEW] + f"... [truncated, {len(raw)} characters in total]"
+
+
+def _check_messages(messages: Sequence[Message]) -> list[Message]:
+    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+        raise InvalidInputError(
+            "messages must be a sequence of {'role': ..., 'content': ...} dicts, "
+            f"got {type(messages).__name__}."
+        )
+    if not messages:
+        raise InvalidInputError("messages is empty: pass at least one user message.")
+    checked: list[Message] = []
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise InvalidInputError(
+                f"messages[{index}] must be a dict with 'role' and 'content', "
+                f"got {type(message).__name__}."
+            )
+        role, content = message.get("role"), message.get("content")
+        if role not in _ROLES:
+            raise InvalidInputError(
+                f"messages[{index}] has role {role!r}; use one of 'system', 'user', 'assistant'."
+            )
+        if not isinstance(content, str):
+            raise InvalidInputError(
+                f"messages[{index}] content must be a string, got {type(content).__name__}."
+            )
+        checked.append(Message(role=message["role"], content=content))
+    return checked
+
+
+class BaseLanguageModel(abc.ABC):
+    """Validation + repair loop around one abstract raw completion call.
+
+    ``generate`` sends the conversation with the JSON schema, parses the answer,
+    validates it and, when it is invalid, shows the model its own answer plus
+    the exact error and asks again, at most ``max_repairs`` times. Transport
+    failures (:class:`~kag.errors.LanguageModelError`) are never repaired.
+    """
+
+    def __init__(self, *, max_repairs: int = 2) -> None:
+        if isinstance(max_repairs, bool) or not isinstance(max_repairs, int) or max_repairs < 0:
+            raise ConfigError(f"max_repairs must be an integer >= 0, got {max_repairs!r}.")
+        self.max_repairs = max_repairs
+
+    @property
+    @abc.abstractmethod
+    def name(self) -> str:
+        """A short human-readable identifier of the model."""
+
+    @abc.abstractmethod
+    def get_config(self) -> dict[str, Any]:
+        """A JSON-serializable config; never API keys, clients or callables."""
+
+    @abc.abstractmethod
+    async def _complete(
+        self, messages: list[Message], json_schema: dict[str, Any], schema_name: str
+    ) -> str:
+        """Send ``messages`` constrained by ``json_schema`` and return the raw answer text.
+
+        Raise :class:`~kag.errors.LanguageModelError` for transport/protocol failures
+        and :class:`InvalidOutputError` for an unusable answer worth repairing.
+        """
+
+    async def aclose(self) -> None:
+        """Release network resources (nothing by default)."""
+        return None
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def generate(
+        self,
+        messages: Sequence[Message],
+        schema: dict[str, Any] | type[pydantic.BaseModel],
+        *,
+        validate: Callable[[dict[str, Any]], Any] | None = None,
+        schema_name: str = "output",
+    ) -> dict[str, Any]:
+        """Return one JSON object answering ``messages`` that satisfies ``schema``.
+
+        Args:
+            messages: the conversation; it is not modified.
+            schema: a JSON-schema dict describing an object, or a pydantic model class
+                (the answer is then validated by the model and returned as
+                ``model_dump(mode="json")``).
+            validate: optional extra check called with the parsed object; raising
+                ``ValueError`` (including ``pydantic.ValidationError`` and kag's
+                ``ValueError`` errors) marks the answer invalid. Its return value is ignored.
+            schema_name: the name sent with the schema (``[A-Za-z0-9_-]{1,64}``).
+
+        Raises:
+            GenerationError: the answer was still invalid after ``max_repairs`` repairs.
+            LanguageModelError: the endpoint failed (not retried by the repair loop).
+            InvalidInputError: ``messages``, ``schema`` or ``schema_name`` is malformed.
+        """
+        conversation = _check_messages(messages)
+        if not isinstance(schema_name, str) or not _SCHEMA_NAME.match(schema_name):
+            raise InvalidInputError(
+                f"schema_name {schema_name!r} must match [A-Za-z0-9_-]{{1,64}}."
+            )
+        json_schema, model_cls = resolve_schema(schema)
+
+        last_error = ""
+        last_raw = ""
+        for attempt in range(1 + self.max_repairs):
+            try:
+                raw = await self._complete(list(conversation), json_schema, schema_name)
+            except InvalidOutputError as exc:
+                raw, last_error = exc.raw, str(exc)
+            else:
+                try:
+                    return self._validate(raw, json_schema, model_cls, validate)
+                except ValueError as exc:  # pydantic.ValidationError is a ValueError
+                    last_error = describe_error(exc)
+            last_raw = raw
+            if attempt < self.max_repairs:
+                conversation.append(Message(role="assistant", content=raw))
+                conversation.append(Message(role="user", content=_repair_prompt(last_error)))
+
+        raise GenerationError(
+            f"{self.name} produced invalid output {1 + self.max_repairs} time(s) "
+            f"(schema {schema_name!r}). Last error: {last_error}. Last output: "
+            f"{_preview(last_raw)!r}. Simplify the schema or the prompt, raise max_repairs, "
+            f"or use a stronger model."
+        )
+
+    @staticmethod
+    def _validate(
+        raw: str,
+        json_schema: dict[str, Any],
+        model_cls: type[pydantic.BaseModel] | None,
+        validate: Callable[[dict[str, Any]], Any] | None,
+    ) -> dict[str, Any]:
+        obj = parse_json_object(raw)
+        if model_cls is not None:
+            obj = model_cls.model_validate(obj).model_dump(mode="json")
+        else:
+            validate_json_schema(obj, json_schema)
+        if validate is not None:
+            validate(obj)
+        return obj
+
+
+def _repair_prompt(error: str) -> str:
+    return (
+        f"Your previous answer was invalid: {error}\n"
+        "Reply with only the corrected JSON object that satisfies the schema: "
+        "no explanations, no Markdown."
+    )

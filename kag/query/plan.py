@@ -1,0 +1,272 @@
+"""The backend-neutral query plan (IR) built from triplet searches.
+
+A plan is a path of node patterns joined by hop patterns. Every label in it has
+been checked against the declared ``GraphSchema``; every text becomes a vector
+parameter. Both executors (``query/cypher.py`` for Neo4j and ``graph/memory.py``)
+implement exactly these semantics:
+
+* A node matches if its label is in ``labels`` and each of its similarity texts
+  scores at least ``threshold`` (score = (1 + cosine) / 2, in [0, 1]).
+* A hop matches a relationship whose type is in ``relation_labels`` going from
+  node i to node i+1 (either way when ``bidirectional``); the relationships of
+  one row are pairwise distinct.
+* A row's score is the geometric mean of its sides: each hop has a subject and
+  an object side, a ``"*"`` side scores 1.0.
+* ``negated``: rows are the subjects with no matching hop to a matching object;
+  the score is the subject side's.
+* Rows are ordered by score (descending), then by node and relationship ids
+  along the path; ``k`` rows are returned, or their number when ``count``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from kag.datamodels.schema import ANY, GraphSchema
+from kag.errors import InvalidInputError, SchemaError
+from kag.query.triplet import TripletChain, TripletSearch
+
+MAX_K = 10_000
+MAX_TEXT = 4_096
+MAX_HOPS = 4
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """Allowed labels of a path position and the similarity texts it must match."""
+
+    labels: tuple[str, ...]
+    texts: tuple[str, ...] = ()
+    vectors: tuple[np.ndarray, ...] = field(default=(), compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class HopSpec:
+    """Allowed relationship types between two path positions."""
+
+    relation_labels: tuple[str, ...]
+    bidirectional: bool = False
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """A validated path query; see the module docstring for its semantics."""
+
+    nodes: tuple[NodeSpec, ...]
+    hops: tuple[HopSpec, ...]
+    k: int
+    threshold: float
+    negated: bool = False
+    count: bool = False
+
+    @property
+    def sides(self) -> int:
+        """How many sides the geometric mean is taken over."""
+        if self.negated or not self.hops:
+            return 1
+        return 2 * len(self.hops)
+
+    @property
+    def bound(self) -> bool:
+        """True once every text has its vector."""
+        return all(len(n.vectors) == len(n.texts) for n in self.nodes)
+
+    def texts(self) -> list[str]:
+        """All similarity texts in path order (embed these, then ``bind``)."""
+        return [t for n in self.nodes for t in n.texts]
+
+    def bind(self, vectors: np.ndarray | Sequence[np.ndarray]) -> QueryPlan:
+        """Attach query vectors (one row per text of ``texts()``, in order)."""
+        rows = list(vectors)
+        if len(rows) != len(self.texts()):
+            raise InvalidInputError(f"expected {len(self.texts())} query vectors, got {len(rows)}.")
+        nodes, i = [], 0
+        for n in self.nodes:
+            vecs = tuple(_check_vector(rows[i + j]) for j in range(len(n.texts)))
+            i += len(n.texts)
+            nodes.append(replace(n, vectors=vecs))
+        return replace(self, nodes=tuple(nodes))
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-friendly summary (no vectors)."""
+        return {
+            "nodes": [{"labels": list(n.labels), "texts": list(n.texts)} for n in self.nodes],
+            "hops": [{"relation_labels": list(h.relation_labels), "bidirectional": h.bidirectional} for h in self.hops],
+            "k": self.k,
+            "threshold": self.threshold,
+            "negated": self.negated,
+            "count": self.count,
+        }
+
+
+def _check_vector(vec: Any) -> np.ndarray:
+    arr = np.asarray(vec, dtype=np.float32)
+    if arr.ndim != 1 or arr.size == 0:
+        raise InvalidInputError("a query vector must be a non-empty 1-d array.")
+    if not np.isfinite(arr).all():
+        raise InvalidInputError("a query vector contains NaN or infinite values.")
+    if not np.any(arr):
+        raise InvalidInputError("a query vector is all zeros; it has no direction to compare.")
+    return arr
+
+
+def check_k(k: Any) -> int:
+    """Validate a result count."""
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise InvalidInputError(f"k must be an integer between 1 and {MAX_K}, got {k!r}.")
+    return k
+
+
+def check_threshold(threshold: Any) -> float:
+    """Validate a score threshold (scores are in [0, 1])."""
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float):
+        raise InvalidInputError(f"threshold must be a number in [0, 1], got {threshold!r}.")
+    value = float(threshold)
+    if math.isnan(value) or not 0.0 <= value <= 1.0:
+        raise InvalidInputError(f"threshold must be a number in [0, 1], got {threshold!r}.")
+    return value
+
+
+def _text(value: Any, what: str) -> str | None:
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{what} must be a string, got {type(value).__name__}.")
+    text = value.strip()
+    if text == ANY:
+        return None
+    if not text:
+        raise InvalidInputError(f'{what} is empty; give a text to match, or "*" to match any.')
+    if len(text) > MAX_TEXT:
+        raise InvalidInputError(f"{what} is {len(text)} characters long; the limit is {MAX_TEXT}.")
+    return text
+
+
+def _entity_labels(schema: GraphSchema, label: Any, what: str) -> tuple[str, ...]:
+    if label == ANY:
+        return schema.entity_labels
+    schema.entity_model(label)  # raises SchemaError naming the allowed labels
+    return (label,)
+
+
+def _check_endpoints(schema: GraphSchema, search: TripletSearch, hop: int) -> None:
+    """Refuse a relation whose declared endpoint types cannot fit the given labels."""
+    if search.relation_label == ANY:
+        return
+    spec = schema.relation_spec(search.relation_label)
+    s, o = search.subject_label, search.object_label
+
+    def fits(subj_ok: tuple[str, ...], obj_ok: tuple[str, ...]) -> bool:
+        return (s == ANY or s in subj_ok) and (o == ANY or o in obj_ok)
+
+    if fits(spec.subj_labels, spec.obj_labels):
+        return
+    if search.bidirectional and fits(spec.obj_labels, spec.subj_labels):
+        return
+    where = f" (hop {hop + 1})" if hop else ""
+    raise SchemaError(
+        f"relation {spec.label!r} connects {'|'.join(spec.subj_labels)} -> "
+        f"{'|'.join(spec.obj_labels)}, so it cannot link subject {s!r} to object {o!r}{where}; "
+        'pick matching labels, use "*", or set bidirectional.'
+    )
+
+
+def _endpoint_labels(schema: GraphSchema, search: TripletSearch, side: str, labels: tuple[str, ...]) -> tuple[str, ...]:
+    # narrow "*" to the relation's declared endpoint types: same results, smaller scans
+    if search.relation_label == ANY:
+        return labels
+    spec = schema.relation_spec(search.relation_label)
+    allowed = spec.subj_labels if side == "subj" else spec.obj_labels
+    if search.bidirectional:
+        allowed = tuple(dict.fromkeys(spec.subj_labels + spec.obj_labels))
+    return tuple(label for label in labels if label in allowed)
+
+
+def plan_triplet_search(
+    search: TripletSearch | TripletChain | Sequence[TripletSearch] | dict[str, Any],
+    schema: GraphSchema,
+    *,
+    k: int = 10,
+    threshold: float = 0.7,
+) -> QueryPlan:
+    """Validate a search (or chain of searches) against ``schema`` and build its plan."""
+    hops_in = _as_hops(search)
+    k = check_k(k)
+    threshold = check_threshold(threshold)
+    if not hops_in:
+        raise InvalidInputError("a triplet chain needs at least one hop.")
+    if len(hops_in) > MAX_HOPS:
+        raise InvalidInputError(f"a chain may have at most {MAX_HOPS} hops, got {len(hops_in)}.")
+    if len(hops_in) > 1 and any(h.negated for h in hops_in):
+        raise InvalidInputError("negated is only supported on a single-hop search.")
+
+    nodes: list[NodeSpec] = []
+    hops: list[HopSpec] = []
+    for i, ts in enumerate(hops_in):
+        for label in (ts.subject_label, ts.object_label):
+            if label != ANY:
+                schema.entity_model(label)
+        rel_labels = (
+            schema.relation_labels if ts.relation_label == ANY else (schema.relation_spec(ts.relation_label).label,)
+        )
+        if not rel_labels:
+            raise SchemaError("the schema declares no relation models, so there is nothing to traverse.")
+        _check_endpoints(schema, ts, i)
+        subj_labels = _endpoint_labels(schema, ts, "subj", _entity_labels(schema, ts.subject_label, "subject"))
+        obj_labels = _endpoint_labels(schema, ts, "obj", _entity_labels(schema, ts.object_label, "object"))
+        subj_text = _text(ts.subject_similarity_search, f"hop {i + 1} subject_similarity_search")
+        obj_text = _text(ts.object_similarity_search, f"hop {i + 1} object_similarity_search")
+        if i == 0:
+            nodes.append(NodeSpec(subj_labels, (subj_text,) if subj_text else ()))
+        else:
+            prev = nodes[-1]
+            shared = tuple(label for label in prev.labels if label in subj_labels)
+            if not shared:
+                raise SchemaError(
+                    f"hop {i} ends at {list(prev.labels)} but hop {i + 1} starts at "
+                    f"{list(subj_labels)}: consecutive hops must share an entity label."
+                )
+            texts = prev.texts + ((subj_text,) if subj_text else ())
+            nodes[-1] = NodeSpec(shared, texts)
+        nodes.append(NodeSpec(obj_labels, (obj_text,) if obj_text else ()))
+        hops.append(HopSpec(rel_labels, bool(ts.bidirectional)))
+    if not nodes[0].labels or not nodes[-1].labels:
+        raise SchemaError("no declared entity label fits this search's relation endpoints.")
+    return QueryPlan(
+        nodes=tuple(nodes),
+        hops=tuple(hops),
+        k=k,
+        threshold=threshold,
+        negated=hops_in[0].negated,
+        count=any(h.count for h in hops_in),
+    )
+
+
+def plan_similarity_search(
+    label: str, text: str, schema: GraphSchema, *, k: int = 10, threshold: float = 0.0
+) -> QueryPlan:
+    """A zero-hop plan: entities of ``label`` (or ``"*"``) ranked by similarity to ``text``."""
+    labels = _entity_labels(schema, label, "label")
+    value = _text(text, "text")
+    if value is None:
+        raise InvalidInputError('similarity_search needs a text; "*" matches everything, use get() instead.')
+    if not labels:
+        raise SchemaError("the schema declares no entity models.")
+    return QueryPlan(nodes=(NodeSpec(labels, (value,)),), hops=(), k=check_k(k), threshold=check_threshold(threshold))
+
+
+def _as_hops(search: Any) -> list[TripletSearch]:
+    if isinstance(search, TripletSearch):
+        return [search]
+    if isinstance(search, TripletChain):
+        return list(search.hops)
+    if isinstance(search, dict):
+        if "hops" in search:
+            return list(TripletChain.from_dict(search).hops)
+        return [TripletSearch.from_dict(search)]
+    if isinstance(search, Sequence) and not isinstance(search, str):
+        return [s if isinstance(s, TripletSearch) else TripletSearch.from_dict(s) for s in search]
+    raise InvalidInputError(f"expected a TripletSearch, TripletChain or dict, got {type(search).__name__}.")

@@ -1,0 +1,8 @@
+MATCH (n0:`City`)
+WITH n0, vector.similarity.cosine(n0.embedding, $v0_0) AS s0_0
+WHERE s0_0 >= $threshold
+MATCH (n0)-[r1:`IsCapitalOf`]->(n1:`Country`)
+WITH n0, r1, n1, s0_0, vector.similarity.cosine(n1.embedding, $v1_0) AS s1_0
+WHERE s1_0 >= $threshold
+WITH n0, r1, n1, (s0_0 * s1_0) ^ 0.5 AS score
+RETURN count(*) AS count
