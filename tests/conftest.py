@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
 import pytest
 
 import kag
@@ -18,3 +21,40 @@ async def kb() -> kag.KnowledgeBase:
     base = kag.KnowledgeBase("memory://", entity_models=ENTITY_MODELS, relation_models=RELATION_MODELS)
     await base.upsert(seed_facts())
     return base
+
+
+@pytest.fixture(scope="session")
+def neo4j_config() -> dict[str, str]:
+    """Settings of the real Neo4j server (fails under `make test`/CI when it is unreachable)."""
+    from tests.neo4j_support import check_reachable, neo4j_settings
+
+    settings = neo4j_settings()
+    check_reachable(settings)
+    return settings
+
+
+@pytest.fixture
+async def neo4j_kb_factory(neo4j_config: dict[str, str]) -> AsyncIterator[Callable[..., Any]]:
+    """Build KnowledgeBases on the real server; the graph is cleared before each test."""
+    from kag.graph.neo4j import Neo4jGraphStore
+
+    made: list[kag.KnowledgeBase] = []
+
+    async def make(**kwargs: Any) -> kag.KnowledgeBase:
+        kb = kag.KnowledgeBase(
+            neo4j_config["uri"],
+            user=neo4j_config["user"],
+            password=neo4j_config["password"],
+            database=neo4j_config["database"],
+            **kwargs,
+        )
+        await kb.ensure_ready()
+        if not made:
+            assert isinstance(kb.store, Neo4jGraphStore)
+            await kb.store.clear()
+        made.append(kb)
+        return kb
+
+    yield make
+    for kb in made:
+        await kb.aclose()

@@ -245,10 +245,12 @@ class MemoryGraphStore:
         rel = np.concatenate([p[2] for p in parts])
         fwd = np.ones(src.shape[0], dtype=bool)
         if hop.bidirectional:
-            # an undirected pattern sees every relationship from both of its ends
-            src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
-            rel = np.concatenate([rel, rel])
-            fwd = np.concatenate([fwd, ~fwd])
+            # an undirected pattern sees every relationship from both of its ends,
+            # except a self-loop, which Neo4j matches once
+            back = src != dst
+            src, dst = np.concatenate([src, dst[back]]), np.concatenate([dst, src[back]])
+            rel = np.concatenate([rel, rel[back]])
+            fwd = np.concatenate([fwd, ~fwd[back]])
         return src, dst, rel, fwd
 
     async def execute(self, plan: QueryPlan) -> PlanResult:

@@ -98,7 +98,7 @@ class Neo4jGraphStore:
                 f"Neo4j at {self.uri} refused the credentials of user {self.user!r} while {what}: "
                 "check NEO4J_USER / NEO4J_PASSWORD (or the user=/password= arguments)."
             )
-        if isinstance(exc, _RETRYABLE | nx.DriverError) and not isinstance(exc, nx.Neo4jError):
+        if isinstance(exc, (*_RETRYABLE, nx.DriverError)) and not isinstance(exc, nx.Neo4jError):
             return BackendUnavailableError(
                 f"cannot reach Neo4j at {self.uri} while {what} ({type(exc).__name__}: {exc}). "
                 "Is the server running? Start it with `make neo4j-start` or check NEO4J_URI; "

@@ -1,0 +1,86 @@
+"""The Neo4j store against the real server: schema, guards, batching and typed errors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import kag
+from kag.errors import BackendAuthError, BackendUnavailableError, EmbeddingError, UnsafeQueryError
+from kag.examples.seed import ENTITY_MODELS, RELATION_MODELS, City, Country, IsCityOf, seed_facts
+from kag.graph.neo4j import Neo4jGraphStore
+
+pytestmark = pytest.mark.neo4j
+
+
+async def test_constraints_and_vector_indexes_are_created_idempotently(neo4j_kb_factory: Callable[..., Any]) -> None:
+    kb = await neo4j_kb_factory(entity_models=ENTITY_MODELS, relation_models=RELATION_MODELS)
+    store = kb.store
+    assert isinstance(store, Neo4jGraphStore)
+    await store.ensure_schema(kb.schema.entity_labels, kb.schema.relation_labels, 384)  # second time: no error
+    res = await store._run("SHOW CONSTRAINTS YIELD name, type RETURN name, type", None, write=False, what="t")
+    names = {r["name"]: r["type"] for r in res.records}
+    assert names["kag_City_id"] == "UNIQUENESS" and names["kag_Country_id"] == "UNIQUENESS"
+    assert names["kag_IsCapitalOf_id"] == "RELATIONSHIP_UNIQUENESS"
+    res = await store._run("SHOW VECTOR INDEXES YIELD name, state, options RETURN *", None, write=False, what="t")
+    vector = {r["name"]: r for r in res.records}
+    assert vector["kag_City_embedding"]["state"] == "ONLINE"
+    assert vector["kag_City_embedding"]["options"]["indexConfig"]["vector.dimensions"] == 384
+
+
+async def test_seed_example_end_to_end(neo4j_kb_factory: Callable[..., Any]) -> None:
+    kb = await neo4j_kb_factory(entity_models=ENTITY_MODELS, relation_models=RELATION_MODELS)
+    await kb.upsert(seed_facts())
+    await kb.upsert(seed_facts())  # idempotent
+    counts = await kb.counts()
+    assert counts["City"] == 12 and counts["IsCityOf"] == 12
+    hits = await kb.triplet_search({"subject_label": "City", "relation_label": "IsCapitalOf", "object_label": "Country",
+                                    "object_similarity_search": "Germny"})
+    assert [(h.subject.name, h.object.name) for h in hits] == [("Berlin", "Germany")]  # type: ignore[union-attr]
+    assert hits[0].subject.population == 3_645_000  # type: ignore[attr-defined]
+
+
+async def test_read_guard_refuses_writes(neo4j_kb_factory: Callable[..., Any]) -> None:
+    kb = await neo4j_kb_factory(entity_models=ENTITY_MODELS, relation_models=RELATION_MODELS)
+    store = kb.store
+    assert isinstance(store, Neo4jGraphStore)
+    for query in ["CREATE (n:City {id: 'x'})", "MATCH (n) DETACH DELETE n", "MATCH (n:City) SET n.name = 'x' RETURN n",
+                  "MERGE (n:Country {id: 'y'}) RETURN n"]:
+        with pytest.raises(UnsafeQueryError, match="not read-only"):
+            await store._read(query, {}, "test")
+    assert (await kb.counts())["nodes"] == 0  # EXPLAIN never executed anything
+
+
+async def test_batched_writes(neo4j_kb_factory: Callable[..., Any]) -> None:
+    kb = await neo4j_kb_factory(entity_models=ENTITY_MODELS, relation_models=RELATION_MODELS)
+    assert isinstance(kb.store, Neo4jGraphStore)
+    kb.store.batch_size = 300
+    facts = [IsCityOf(subj=City(name=f"Town {i}"), obj=Country(name=f"Land {i % 40}")) for i in range(1000)]
+    assert await kb.upsert(facts) == {"entities": 1040, "relations": 1000}
+    counts = await kb.counts()
+    assert counts["City"] == 1000 and counts["Country"] == 40 and counts["IsCityOf"] == 1000
+
+
+async def test_embedding_dimension_mismatch(neo4j_kb_factory: Callable[..., Any]) -> None:
+    await neo4j_kb_factory(entity_models=ENTITY_MODELS, relation_models=RELATION_MODELS)
+    with pytest.raises(EmbeddingError, match="384-dimensional"):
+        await neo4j_kb_factory(entity_models=ENTITY_MODELS, relation_models=RELATION_MODELS,
+                               embedder=kag.HashEmbedder(dimensions=64))
+
+
+async def test_wrong_password_is_a_typed_error(neo4j_config: dict[str, str]) -> None:
+    kb = kag.KnowledgeBase(neo4j_config["uri"], entity_models=ENTITY_MODELS, user=neo4j_config["user"],
+                           password="not-the-password")
+    with pytest.raises(BackendAuthError, match="NEO4J_PASSWORD"):
+        await kb.counts()
+    await kb.aclose()
+
+
+async def test_unreachable_server_is_a_typed_error() -> None:
+    kb = kag.KnowledgeBase("bolt://127.0.0.1:1", entity_models=ENTITY_MODELS, password="x", max_retries=1,
+                           backoff=0.01, connection_timeout=1.0, max_transaction_retry_time=0.5)
+    with pytest.raises(BackendUnavailableError, match="make neo4j-start"):
+        await kb.upsert(Country(name="France"))
+    await kb.aclose()
