@@ -18,7 +18,7 @@ set -euo pipefail
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$SCRIPT_DIR/../.." && pwd)"
 POM="$SCRIPT_DIR/pom.xml"
-BASE="$ROOT/.neo4j"
+BASE="${KAG_NEO4J_DIR:-$ROOT/.neo4j}"   # a second instance: KAG_NEO4J_DIR=... KAG_NEO4J_BOLT_PORT=...
 LIB="$BASE/lib"
 STAMP="$LIB/.kag-complete"
 NHOME="$BASE/home"
