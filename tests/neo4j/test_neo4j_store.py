@@ -36,8 +36,14 @@ async def test_seed_example_end_to_end(neo4j_kb_factory: Callable[..., Any]) -> 
     await kb.upsert(seed_facts())  # idempotent
     counts = await kb.counts()
     assert counts["City"] == 12 and counts["IsCityOf"] == 12
-    hits = await kb.triplet_search({"subject_label": "City", "relation_label": "IsCapitalOf", "object_label": "Country",
-                                    "object_similarity_search": "Germny"})
+    hits = await kb.triplet_search(
+        {
+            "subject_label": "City",
+            "relation_label": "IsCapitalOf",
+            "object_label": "Country",
+            "object_similarity_search": "Germny",
+        }
+    )
     assert [(h.subject.name, h.object.name) for h in hits] == [("Berlin", "Germany")]  # type: ignore[union-attr]
     assert hits[0].subject.population == 3_645_000  # type: ignore[attr-defined]
 
@@ -46,8 +52,12 @@ async def test_read_guard_refuses_writes(neo4j_kb_factory: Callable[..., Any]) -
     kb = await neo4j_kb_factory(entity_models=ENTITY_MODELS, relation_models=RELATION_MODELS)
     store = kb.store
     assert isinstance(store, Neo4jGraphStore)
-    for query in ["CREATE (n:City {id: 'x'})", "MATCH (n) DETACH DELETE n", "MATCH (n:City) SET n.name = 'x' RETURN n",
-                  "MERGE (n:Country {id: 'y'}) RETURN n"]:
+    for query in [
+        "CREATE (n:City {id: 'x'})",
+        "MATCH (n) DETACH DELETE n",
+        "MATCH (n:City) SET n.name = 'x' RETURN n",
+        "MERGE (n:Country {id: 'y'}) RETURN n",
+    ]:
         with pytest.raises(UnsafeQueryError, match="not read-only"):
             await store._read(query, {}, "test")
     assert (await kb.counts())["nodes"] == 0  # EXPLAIN never executed anything
@@ -66,21 +76,30 @@ async def test_batched_writes(neo4j_kb_factory: Callable[..., Any]) -> None:
 async def test_embedding_dimension_mismatch(neo4j_kb_factory: Callable[..., Any]) -> None:
     await neo4j_kb_factory(entity_models=ENTITY_MODELS, relation_models=RELATION_MODELS)
     with pytest.raises(EmbeddingError, match="384-dimensional"):
-        await neo4j_kb_factory(entity_models=ENTITY_MODELS, relation_models=RELATION_MODELS,
-                               embedder=kag.HashEmbedder(dimensions=64))
+        await neo4j_kb_factory(
+            entity_models=ENTITY_MODELS, relation_models=RELATION_MODELS, embedder=kag.HashEmbedder(dimensions=64)
+        )
 
 
 async def test_wrong_password_is_a_typed_error(neo4j_config: dict[str, str]) -> None:
-    kb = kag.KnowledgeBase(neo4j_config["uri"], entity_models=ENTITY_MODELS, user=neo4j_config["user"],
-                           password="not-the-password")
+    kb = kag.KnowledgeBase(
+        neo4j_config["uri"], entity_models=ENTITY_MODELS, user=neo4j_config["user"], password="not-the-password"
+    )
     with pytest.raises(BackendAuthError, match="NEO4J_PASSWORD"):
         await kb.counts()
     await kb.aclose()
 
 
 async def test_unreachable_server_is_a_typed_error() -> None:
-    kb = kag.KnowledgeBase("bolt://127.0.0.1:1", entity_models=ENTITY_MODELS, password="x", max_retries=1,
-                           backoff=0.01, connection_timeout=1.0, max_transaction_retry_time=0.5)
+    kb = kag.KnowledgeBase(
+        "bolt://127.0.0.1:1",
+        entity_models=ENTITY_MODELS,
+        password="x",
+        max_retries=1,
+        backoff=0.01,
+        connection_timeout=1.0,
+        max_transaction_retry_time=0.5,
+    )
     with pytest.raises(BackendUnavailableError, match="make neo4j-start"):
         await kb.upsert(Country(name="France"))
     await kb.aclose()

@@ -25,15 +25,25 @@ PID_FILE = ROOT / ".neo4j" / "home" / "run" / "neo4j.pid"
 
 
 def facts() -> list[IsCityOf]:
-    return [IsCityOf(subj=City(name=f"Town {i}", population=i), obj=Country(name=f"Land {i % 97}")) for i in range(12_000)]
+    return [
+        IsCityOf(subj=City(name=f"Town {i}", population=i), obj=Country(name=f"Land {i % 97}")) for i in range(12_000)
+    ]
 
 
-async def test_server_killed_mid_ingest_then_rerun(neo4j_kb_factory: Callable[..., Any],
-                                                   neo4j_config: dict[str, str]) -> None:
+async def test_server_killed_mid_ingest_then_rerun(
+    neo4j_kb_factory: Callable[..., Any], neo4j_config: dict[str, str]
+) -> None:
     if not PID_FILE.exists():
         pytest.fail("this test needs the server started by deploy/neo4j/neo4j.sh (make test)", pytrace=False)
-    kb = await neo4j_kb_factory(entity_models=ENTITY_MODELS, relation_models=RELATION_MODELS, batch_size=256,
-                                max_retries=2, backoff=0.05, max_transaction_retry_time=1.0, connection_timeout=2.0)
+    kb = await neo4j_kb_factory(
+        entity_models=ENTITY_MODELS,
+        relation_models=RELATION_MODELS,
+        batch_size=256,
+        max_retries=2,
+        backoff=0.05,
+        max_transaction_retry_time=1.0,
+        connection_timeout=2.0,
+    )
     kb.store.batch_size = 200  # type: ignore[attr-defined]
     probe = await neo4j_kb_factory(entity_models=ENTITY_MODELS, relation_models=RELATION_MODELS)
     ingest = asyncio.create_task(kb.upsert(facts()))

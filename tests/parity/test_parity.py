@@ -58,12 +58,30 @@ def searches() -> list[tuple[dict[str, Any], float]]:
                     "count": count,
                 }
                 out.append((search, 0.6))
-    out.append(({"subject_label": "Country", "subject_similarity_search": "Spain", "relation_label": "IsCityOf",
-                 "bidirectional": True}, 0.7))
+    out.append(
+        (
+            {
+                "subject_label": "Country",
+                "subject_similarity_search": "Spain",
+                "relation_label": "IsCityOf",
+                "bidirectional": True,
+            },
+            0.7,
+        )
+    )
     out.append(({"relation_label": "*"}, 0.0))
     out.append(({"subject_similarity_search": "Japan", "bidirectional": True}, 0.0))  # all scores, many ties
-    out.append(({"hops": [{"subject_label": "City", "subject_similarity_search": "Lyon", "relation_label": "IsCityOf"},
-                          {"relation_label": "IsCapitalOf", "bidirectional": True}]}, 0.6))
+    out.append(
+        (
+            {
+                "hops": [
+                    {"subject_label": "City", "subject_similarity_search": "Lyon", "relation_label": "IsCityOf"},
+                    {"relation_label": "IsCapitalOf", "bidirectional": True},
+                ]
+            },
+            0.6,
+        )
+    )
     out.append(({"hops": [{"relation_label": "IsCityOf"}, {"relation_label": "IsCityOf", "bidirectional": True}]}, 0.0))
     return out
 
@@ -75,8 +93,15 @@ def social_searches() -> list[tuple[dict[str, Any], float]]:
         ({"subject_similarity_search": "Ada", "relation_label": "Knows", "bidirectional": True}, 0.55),
         ({"relation_label": "Knows", "negated": True, "object_similarity_search": "Grace"}, 0.7),
         ({"relation_label": "Knows", "count": True, "bidirectional": True}, 0.0),
-        ({"hops": [{"relation_label": "Knows", "subject_similarity_search": "Alan"},
-                   {"relation_label": "Knows", "bidirectional": True}]}, 0.5),
+        (
+            {
+                "hops": [
+                    {"relation_label": "Knows", "subject_similarity_search": "Alan"},
+                    {"relation_label": "Knows", "bidirectional": True},
+                ]
+            },
+            0.5,
+        ),
     ]
 
 
@@ -88,8 +113,9 @@ def rows(result: kag.TripletResults) -> tuple[Any, list[tuple[tuple[str, ...], t
     )
 
 
-async def assert_same(mem: kag.KnowledgeBase, neo: kag.KnowledgeBase, search: dict[str, Any], threshold: float,
-                      k: int) -> None:
+async def assert_same(
+    mem: kag.KnowledgeBase, neo: kag.KnowledgeBase, search: dict[str, Any], threshold: float, k: int
+) -> None:
     a = await mem.triplet_search(search, k=k, threshold=threshold)
     b = await neo.triplet_search(search, k=k, threshold=threshold)
     count_a, ids_a, scores_a = rows(a)
@@ -147,7 +173,9 @@ async def test_social_graph_with_self_loops_and_nested_props(neo4j_kb_factory: C
 async def test_updates_and_deletes_agree(seed_pair: tuple[kag.KnowledgeBase, kag.KnowledgeBase]) -> None:
     mem, neo = seed_pair
     for kb in (mem, neo):
-        await kb.upsert([City(name="Paris", population=1), IsCityOf(subj=City(name="Nice"), obj=Country(name="France"))])
+        await kb.upsert(
+            [City(name="Paris", population=1), IsCityOf(subj=City(name="Nice"), obj=Country(name="France"))]
+        )
         assert await kb.delete([Country(name="Japan"), "e_missing"]) == 1
     assert await mem.counts() == await neo.counts()
     for search, threshold in searches()[:40]:
