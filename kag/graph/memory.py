@@ -179,18 +179,23 @@ class MemoryGraphStore:
             out[data["label"]] = out.get(data["label"], 0) + 1
         return out
 
-    async def neighborhood(self, ids: Sequence[str], depth: int = 1) -> nx.MultiDiGraph:
-        """The subgraph within ``depth`` hops of ``ids`` (for views and exploration)."""
-        keep = {i for i in ids if i in self._node_pos}
-        frontier = set(keep)
+    async def neighborhood(
+        self, ids: Sequence[str], depth: int = 1, limit: int = 200
+    ) -> tuple[dict[str, dict[str, Any]], list[tuple[str, str, str]]]:
+        """Nodes (id -> properties) and edges (start, end, type) within ``depth`` hops of ``ids``."""
+        keep = [i for i in dict.fromkeys(ids) if i in self._node_pos]
+        seen, frontier = set(keep), list(keep)
         for _ in range(depth):
-            nxt = set()
+            nxt = []
             for n in frontier:
-                nxt.update(self.graph.successors(n))
-                nxt.update(self.graph.predecessors(n))
-            frontier = nxt - keep
-            keep |= nxt
-        return self.graph.subgraph(keep).copy()
+                for m in (*self.graph.successors(n), *self.graph.predecessors(n)):
+                    if m not in seen and len(seen) < limit:
+                        seen.add(m)
+                        nxt.append(m)
+            frontier = nxt
+        nodes = {n: dict(self.graph.nodes[n]["props"]) for n in sorted(seen)}
+        edges = sorted((u, v, d["label"]) for u, v, d in self.graph.subgraph(seen).edges(data=True))
+        return nodes, edges
 
     async def aclose(self) -> None:
         return None

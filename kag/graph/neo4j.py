@@ -304,6 +304,38 @@ class Neo4jGraphStore:
             out["relations"] += out[label]
         return {k: v for k, v in out.items() if v or k in ("nodes", "relations")}
 
+    async def neighborhood(
+        self, ids: Sequence[str], depth: int = 1, limit: int = 200
+    ) -> tuple[dict[str, dict[str, Any]], list[tuple[str, str, str]]]:
+        """Nodes (id -> properties) and edges (start, end, type) within ``depth`` hops of ``ids``."""
+        node = quote(ENTITY)
+        res = await self._read(
+            f"MATCH (n:{node}) WHERE n.id IN $ids RETURN n.id AS id, n {{.*, embedding: null}} AS props",
+            {"ids": list(ids)},
+            "reading a neighborhood",
+        )
+        nodes = {r["id"]: _clean(r["props"]) for r in res.records}
+        frontier = list(nodes)
+        for _ in range(depth):
+            if not frontier or len(nodes) >= limit:
+                break
+            res = await self._read(
+                f"MATCH (a:{node})-[r]-(b:{node}) WHERE a.id IN $ids AND NOT b.id IN $seen "
+                "RETURN DISTINCT b.id AS id, b {.*, embedding: null} AS props ORDER BY id LIMIT $limit",
+                {"ids": frontier, "seen": list(nodes), "limit": limit - len(nodes)},
+                "reading a neighborhood",
+            )
+            frontier = [r["id"] for r in res.records]
+            nodes.update({r["id"]: _clean(r["props"]) for r in res.records})
+        res = await self._read(
+            f"MATCH (a:{node})-[r]->(b:{node}) WHERE a.id IN $ids AND b.id IN $ids "
+            "RETURN a.id AS start, b.id AS end, type(r) AS type",
+            {"ids": list(nodes)},
+            "reading a neighborhood",
+        )
+        edges = sorted((r["start"], r["end"], r["type"]) for r in res.records)
+        return dict(sorted(nodes.items())), edges
+
     async def clear(self) -> None:
         """Delete every kag entity and its relations (tests and re-ingests)."""
         query = f"MATCH (n:{quote(ENTITY)}) CALL (n) {{ DETACH DELETE n }} IN TRANSACTIONS OF 5000 ROWS"

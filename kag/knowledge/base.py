@@ -20,6 +20,7 @@ from kag.errors import ConfigError, EmbeddingError, InvalidInputError
 from kag.graph import open_store
 from kag.graph.base import GraphStore, NodeRecord, PlanRow, RelationRecord, flatten, unflatten
 from kag.knowledge.hits import EntityHit, TripletHit, TripletResults
+from kag.knowledge.html import SubgraphView
 from kag.query.cypher import CompiledQuery, compile_plan
 from kag.query.plan import QueryPlan, plan_similarity_search, plan_triplet_search
 from kag.query.triplet import TripletChain, TripletSearch
@@ -218,6 +219,27 @@ class KnowledgeBase:
         """Run a bound plan and return raw rows (ids, properties, scores)."""
         await self.ensure_ready()
         return (await self.store.execute(plan)).rows
+
+    async def subgraph(
+        self, refs: Iterable[str | Entity] | str | Entity, depth: int = 1, limit: int = 60
+    ) -> SubgraphView:
+        """The entities within ``depth`` hops of ``refs``, as a view that draws itself in Jupyter."""
+        await self.ensure_ready()
+        if isinstance(refs, str | Entity):
+            refs = [refs]
+        ids = [r if isinstance(r, str) else r.id for r in refs]
+        if not 0 <= depth <= 3 or not 1 <= limit <= 500:
+            raise InvalidInputError("subgraph depth must be in 0..3 and limit in 1..500.")
+        neighborhood = getattr(self.store, "neighborhood", None)
+        if neighborhood is None:
+            raise ConfigError(f"{type(self.store).__name__} cannot list neighborhoods.")
+        nodes, edges = await neighborhood(ids, depth=depth, limit=limit)
+        view = SubgraphView(max_nodes=limit)
+        for node_id, props in nodes.items():
+            entity = self._entity(props)
+            view.nodes[node_id] = (entity.label, entity.search_text())
+        view.edges = list(edges)
+        return view
 
     # -- hydration ------------------------------------------------------------
     def _entity(self, props: dict[str, Any]) -> Entity:

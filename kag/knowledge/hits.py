@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kag.datamodels.base import Entity, Relation
+from kag.knowledge.html import esc, scored_table
 from kag.query.cypher import CompiledQuery
 
 
@@ -15,6 +16,9 @@ class EntityHit:
 
     entity: Entity
     score: float
+
+    def _repr_html_(self) -> str:
+        return scored_table(["label", "entity"], [((self.entity.label, self.entity.search_text()), self.score)])
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,9 @@ class TripletHit:
             "text": self.text(),
         }
 
+    def _repr_html_(self) -> str:
+        return scored_table(["fact"], [((self.text(),), self.score)])
+
 
 def _name(entity: Entity) -> str:
     return entity.search_text()
@@ -63,3 +70,15 @@ class TripletResults(list[TripletHit]):
         super().__init__(hits or [])
         self.count: int | None = count  # type: ignore[assignment]
         self.query = query
+
+    def _repr_html_(self) -> str:
+        if self.count is not None:
+            return f"<b>count</b>: {self.count}" + _query_html(self.query)
+        rows = [((i + 1, h.text()), h.score) for i, h in enumerate(self)]
+        return scored_table(["#", "fact"], rows, caption=f"{len(self)} facts") + _query_html(self.query)
+
+
+def _query_html(query: CompiledQuery | None) -> str:
+    if query is None:
+        return ""
+    return f"<details><summary>Cypher</summary><pre>{esc(query.text)}</pre></details>"

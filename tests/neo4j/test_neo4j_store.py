@@ -103,3 +103,14 @@ async def test_unreachable_server_is_a_typed_error() -> None:
     with pytest.raises(BackendUnavailableError, match="make neo4j-start"):
         await kb.upsert(Country(name="France"))
     await kb.aclose()
+
+
+async def test_subgraph_matches_memory(neo4j_kb_factory: Callable[..., Any]) -> None:
+    neo = await neo4j_kb_factory(entity_models=ENTITY_MODELS, relation_models=RELATION_MODELS)
+    mem = kag.KnowledgeBase("memory://", entity_models=ENTITY_MODELS, relation_models=RELATION_MODELS)
+    for kb in (neo, mem):
+        await kb.upsert(seed_facts())
+    for depth in (0, 1, 2):
+        a = await neo.subgraph(Country(name="Spain"), depth=depth)
+        b = await mem.subgraph(Country(name="Spain"), depth=depth)
+        assert a.nodes == b.nodes and a.edges == b.edges
