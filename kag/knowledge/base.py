@@ -8,7 +8,7 @@ triplet and similarity searches, and turns stored rows back into models.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -26,6 +26,7 @@ from kag.query.plan import QueryPlan, plan_similarity_search, plan_triplet_searc
 from kag.query.triplet import TripletChain, TripletSearch
 from kag.rag.embedders import Embedder, HashEmbedder, check_matrix
 
+SOURCES = "kag_sources"  # bookkeeping property: ids of the chunks a fact came from
 SearchInput = TripletSearch | TripletChain | Sequence[TripletSearch] | dict[str, Any]
 
 
@@ -132,23 +133,57 @@ class KnowledgeBase:
                 raise InvalidInputError(f"upsert() takes Entity and Relation models, got {type(item).__name__}.")
         return list(entities.values()), list(relations.values())
 
-    async def upsert(self, items: Iterable[Entity | Relation] | Entity | Relation) -> dict[str, int]:
+    async def upsert(
+        self,
+        items: Iterable[Entity | Relation] | Entity | Relation,
+        *,
+        sources: Mapping[str, Iterable[str]] | None = None,
+    ) -> dict[str, int]:
         """Insert or merge entities and relations (relation endpoints are upserted too).
 
         Only the fields a model set explicitly overwrite stored values, so an
         endpoint ``City(name="Paris")`` never erases a stored population.
+        ``sources`` maps entity/relation ids to the ids of the chunks they were
+        found in; they are added to the stored provenance (see :meth:`provenance`).
         """
         await self.ensure_ready()
         entities, relations = self.records(items)  # type: ignore[arg-type]
         vectors = await self.embed([e.search_text() for e in entities])
+        extra = await self._merged_sources(sources or {}, entities, relations)
         nodes = [
-            NodeRecord(e.id, e.label, flatten(e, include=_set_fields(e)), vectors[i]) for i, e in enumerate(entities)
+            NodeRecord(e.id, e.label, flatten(e, include=_set_fields(e)) | extra.get(e.id, {}), vectors[i])
+            for i, e in enumerate(entities)
         ]
         rels = [
-            RelationRecord(r.id, r.label, r.subj.id, r.obj.id, flatten(r, include=_set_fields(r))) for r in relations
+            RelationRecord(r.id, r.label, r.subj.id, r.obj.id, flatten(r, include=_set_fields(r)) | extra.get(r.id, {}))
+            for r in relations
         ]
         await self.store.upsert(nodes, rels)
         return {"entities": len(nodes), "relations": len(rels)}
+
+    async def _merged_sources(
+        self, sources: Mapping[str, Iterable[str]], entities: list[Entity], relations: list[Relation]
+    ) -> dict[str, dict[str, list[str]]]:
+        if not sources:
+            return {}
+        node_ids = [e.id for e in entities if e.id in sources]
+        rel_ids = [r.id for r in relations if r.id in sources]
+        stored: dict[str, Any] = {i: p.get(SOURCES) for i, p in (await self.store.get_nodes(node_ids)).items()}
+        stored.update({i: v[2].get(SOURCES) for i, v in (await self.store.get_relations(rel_ids)).items()})
+        return {
+            item_id: {SOURCES: sorted(set(stored.get(item_id) or []) | {str(x) for x in sources[item_id]})}
+            for item_id in (*node_ids, *rel_ids)
+        }
+
+    async def provenance(self, ref: str | Entity | Relation) -> list[str]:
+        """Ids of the chunks an entity or relation was extracted from (sorted)."""
+        await self.ensure_ready()
+        item_id = ref if isinstance(ref, str) else ref.id
+        if item_id.startswith("r_"):
+            rels = await self.store.get_relations([item_id])
+            return list(rels[item_id][2].get(SOURCES) or []) if item_id in rels else []
+        nodes = await self.store.get_nodes([item_id])
+        return list(nodes[item_id].get(SOURCES) or []) if item_id in nodes else []
 
     async def delete(self, refs: Iterable[str | Entity | Relation] | str | Entity | Relation) -> int:
         """Delete entities (and their relations) or relations; return how many existed."""

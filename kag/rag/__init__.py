@@ -1,5 +1,36 @@
-"""Retrieval-augmented generation building blocks: loaders, splitting, embedding, ranking."""
+"""Retrieval-augmented generation building blocks: loaders, splitting, embedding, ranking, filters."""
 
+from kag.rag.bm25 import BM25Index
 from kag.rag.embedders import CallableEmbedder, Embedder, HashEmbedder
+from kag.rag.evaluation import recall_at_k, reciprocal_rank
+from kag.rag.filters import compile_cypher, compile_matcher, flatten_metadata, matches, validate_filter
+from kag.rag.loaders import AutoLoader, LoadFailure, LoadResult
+from kag.rag.openai_embedder import OpenAIEmbedder
+from kag.rag.ranking import hybrid_scores, mmr, score_threshold, sort_results
+from kag.rag.splitter import RecursiveCharacterSplitter
+from kag.rag.urlsafety import fetch_url, validate_url
 
-__all__ = ["CallableEmbedder", "Embedder", "HashEmbedder"]
+__all__ = [
+    "AutoLoader",
+    "BM25Index",
+    "CallableEmbedder",
+    "Embedder",
+    "HashEmbedder",
+    "LoadFailure",
+    "LoadResult",
+    "OpenAIEmbedder",
+    "RecursiveCharacterSplitter",
+    "compile_cypher",
+    "compile_matcher",
+    "fetch_url",
+    "flatten_metadata",
+    "hybrid_scores",
+    "matches",
+    "mmr",
+    "recall_at_k",
+    "reciprocal_rank",
+    "score_threshold",
+    "sort_results",
+    "validate_filter",
+    "validate_url",
+]

@@ -1,0 +1,171 @@
+"""Passages: ``Document`` (a loaded source) and ``Chunk`` (a span of a document).
+
+Ids are content hashes, so loading the same source twice yields the same ids and
+re-ingesting is idempotent:
+
+* ``document_id(source, text)`` = ``"doc_"`` + the first 24 hex digits of
+  ``sha256(source + "\\0" + text)``;
+* ``chunk_id(document_id, index, text)`` = ``"chk_"`` + the first 24 hex digits of
+  ``sha256(document_id + "\\0" + str(index) + "\\0" + text)``.
+
+Metadata must be JSON-like (str, int, float, bool, None, lists and dicts with
+str keys of those) because it is persisted and filtered on every backend.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import Any, Self
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+
+from kag.errors import InvalidInputError, KagError
+
+_ID_HEX = 24
+_MAX_DEPTH = 32
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:_ID_HEX]
+
+
+def document_id(source: str, text: str) -> str:
+    """Stable id of a document: ``"doc_"`` + sha256(source NUL text)[:24]."""
+    return "doc_" + _digest(source, text)
+
+
+def chunk_id(document_id: str, index: int, text: str) -> str:
+    """Stable id of a chunk: ``"chk_"`` + sha256(document_id NUL index NUL text)[:24]."""
+    return "chk_" + _digest(document_id, str(index), text)
+
+
+def check_json_like(value: Any, where: str = "metadata", _depth: int = 0) -> Any:
+    """Return ``value`` if it is JSON-like, else raise ``InvalidInputError`` naming the path."""
+    if _depth > _MAX_DEPTH:
+        raise InvalidInputError(f"{where} is nested deeper than {_MAX_DEPTH} levels.")
+    if value is None or isinstance(value, str | bool | int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidInputError(f"{where} is {value!r}; NaN and infinity are not JSON values.")
+        return value
+    if isinstance(value, list | tuple):
+        return [check_json_like(v, f"{where}[{i}]", _depth + 1) for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise InvalidInputError(
+                    f"{where} has a key {k!r} of type {type(k).__name__}; "
+                    "metadata keys must be str."
+                )
+            out[k] = check_json_like(v, f"{where}.{k}", _depth + 1)
+        return out
+    raise InvalidInputError(
+        f"{where} is a {type(value).__name__}; metadata values must be JSON-like "
+        "(str, int, float, bool, None, lists or dicts of those). Convert it first, "
+        "e.g. a datetime with .isoformat()."
+    )
+
+
+class _PassageModel(BaseModel):
+    """Shared base: constructor errors raised by kag validators surface as kag errors."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            # pydantic wraps ValueError subclasses; hand callers the typed kag error
+            for err in exc.errors():
+                cause = (err.get("ctx") or {}).get("error")
+                if isinstance(cause, KagError):
+                    raise cause from None
+            raise InvalidInputError(f"invalid {type(self).__name__}: {exc}") from exc
+
+
+class Document(_PassageModel):
+    """A loaded source: plain text plus where it came from.
+
+    ``text`` is always extracted plain text (HTML tags stripped, PDF text
+    extracted); ``mime_type`` records the type of the original content.
+    ``id`` defaults to ``document_id(source, text)``.
+    """
+
+    id: str = ""
+    text: str
+    source: str
+    metadata: dict[str, Any] = {}
+    mime_type: str = "text/plain"
+
+    @field_validator("metadata", mode="before")
+    @classmethod
+    def _json_metadata(cls, value: Any) -> Any:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise InvalidInputError(f"metadata must be a dict, got {type(value).__name__}.")
+        return check_json_like(value)
+
+    @model_validator(mode="after")
+    def _default_id(self) -> Self:
+        if not self.id:
+            self.id = document_id(self.source, self.text)
+        return self
+
+    @classmethod
+    def from_text(
+        cls,
+        text: str,
+        *,
+        source: str = "inline",
+        metadata: dict[str, Any] | None = None,
+        mime_type: str = "text/plain",
+    ) -> Document:
+        """Build a document from text; ``metadata["source"]`` defaults to ``source``."""
+        if not isinstance(text, str):
+            raise InvalidInputError(f"text must be str, got {type(text).__name__}.")
+        meta = {"source": source, **(metadata or {})}
+        return cls(text=text, source=source, metadata=meta, mime_type=mime_type)
+
+
+class Chunk(_PassageModel):
+    """A contiguous span ``[start, end)`` of a document's text.
+
+    Invariant: ``document.text[chunk.start:chunk.end] == chunk.text``.
+    ``id`` defaults to ``chunk_id(document_id, index, text)``.
+    """
+
+    id: str = ""
+    document_id: str
+    index: int
+    text: str
+    start: int
+    end: int
+    metadata: dict[str, Any] = {}
+
+    @field_validator("metadata", mode="before")
+    @classmethod
+    def _json_metadata(cls, value: Any) -> Any:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise InvalidInputError(f"metadata must be a dict, got {type(value).__name__}.")
+        return check_json_like(value)
+
+    @model_validator(mode="after")
+    def _check_span(self) -> Self:
+        if self.index < 0:
+            raise InvalidInputError(f"chunk index must be >= 0, got {self.index}.")
+        if self.start < 0 or self.end < self.start:
+            raise InvalidInputError(f"chunk span [{self.start}, {self.end}) is invalid.")
+        if self.end - self.start != len(self.text):
+            raise InvalidInputError(
+                f"chunk span [{self.start}, {self.end}) has length {self.end - self.start} "
+                f"but its text has {len(self.text)} characters."
+            )
+        if not self.id:
+            self.id = chunk_id(self.document_id, self.index, self.text)
+        return self

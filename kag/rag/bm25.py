@@ -1,0 +1,193 @@
+"""Okapi BM25 keyword index, vectorized with numpy.
+
+Scores match ``rank_bm25.BM25Okapi`` on the same tokens: the IDF is
+``log(N - df + 0.5) - log(df + 0.5)``, and terms whose IDF is negative (in more
+than half the documents) get ``epsilon * mean(idf over the vocabulary)``
+instead. A repeated query term counts once per occurrence, as there.
+
+Postings are kept in CSR form (term -> document rows, term frequencies) and a
+query is scored by gathering its terms' postings and summing contributions with
+``np.bincount``; there is no Python loop over documents.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+
+import numpy as np
+
+from kag.errors import InvalidInputError
+from kag.rag.embedders import words
+
+Tokenizer = Callable[[str], list[str]]
+
+
+class BM25Index:
+    """An incremental BM25 index over ``(id, text)`` pairs.
+
+    ``add`` upserts (re-adding an id replaces its text), ``remove`` deletes; the
+    statistics are rebuilt lazily on the next ``search``.
+    """
+
+    def __init__(
+        self,
+        k1: float = 1.5,
+        b: float = 0.75,
+        epsilon: float = 0.25,
+        *,
+        tokenizer: Tokenizer = words,
+    ) -> None:
+        if k1 < 0 or not 0 <= b <= 1:
+            raise InvalidInputError("BM25Index needs k1 >= 0 and 0 <= b <= 1.")
+        self.k1 = float(k1)
+        self.b = float(b)
+        self.epsilon = float(epsilon)
+        self.tokenizer = tokenizer
+        self._vocab: dict[str, int] = {}
+        # per-document term ids and counts, keyed by the caller's id (insertion ordered)
+        self._docs: dict[str, tuple[np.ndarray, np.ndarray, int]] = {}
+        self._dirty = True
+        self._ids: list[str] = []
+        self._id_rank = np.zeros(0, dtype=np.int64)
+        self._indptr = np.zeros(1, dtype=np.int64)
+        self._rows = np.zeros(0, dtype=np.int64)
+        self._tfs = np.zeros(0, dtype=np.float64)
+        self._doc_len = np.zeros(0, dtype=np.float64)
+        self._idf = np.zeros(0, dtype=np.float64)
+        self._average_idf = 0.0
+        self._avgdl = 0.0
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._docs
+
+    @property
+    def avgdl(self) -> float:
+        """Mean document length in tokens."""
+        if self._dirty:
+            self._rebuild()
+        return self._avgdl
+
+    @property
+    def average_idf(self) -> float:
+        """Mean IDF over the corpus vocabulary (before the epsilon floor)."""
+        if self._dirty:
+            self._rebuild()
+        return self._average_idf
+
+    @property
+    def ids(self) -> list[str]:
+        """Indexed ids in insertion order."""
+        return list(self._docs)
+
+    def add(self, ids: Sequence[str], texts: Sequence[str]) -> None:
+        """Index ``texts`` under ``ids`` (an existing id is replaced)."""
+        if isinstance(ids, str) or isinstance(texts, str):
+            raise InvalidInputError("add() takes sequences of ids and texts, not single strings.")
+        if len(ids) != len(texts):
+            raise InvalidInputError(f"add() got {len(ids)} ids but {len(texts)} texts.")
+        for doc_id, text in zip(ids, texts, strict=True):
+            if not isinstance(doc_id, str) or not isinstance(text, str):
+                raise InvalidInputError("BM25Index ids and texts must be str.")
+            counts = Counter(self.tokenizer(text))
+            term_ids = np.fromiter(
+                (self._vocab.setdefault(t, len(self._vocab)) for t in counts),
+                dtype=np.int64,
+                count=len(counts),
+            )
+            tfs = np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
+            self._docs.pop(doc_id, None)  # re-adding moves it to the end, like a fresh add
+            self._docs[doc_id] = (term_ids, tfs, int(tfs.sum()))
+        self._dirty = True
+
+    def remove(self, ids: Iterable[str]) -> int:
+        """Remove ``ids`` (unknown ids are ignored); return how many were removed."""
+        if isinstance(ids, str):
+            ids = [ids]
+        removed = sum(1 for doc_id in ids if self._docs.pop(doc_id, None) is not None)
+        if removed:
+            self._dirty = True
+        return removed
+
+    def _rebuild(self) -> None:
+        self._ids = list(self._docs)
+        n_docs = len(self._ids)
+        n_terms = len(self._vocab)
+        if n_docs == 0:
+            self._indptr = np.zeros(n_terms + 1, dtype=np.int64)
+            self._rows = np.zeros(0, dtype=np.int64)
+            self._tfs = np.zeros(0, dtype=np.float64)
+            self._doc_len = np.zeros(0, dtype=np.float64)
+            self._idf = np.zeros(n_terms, dtype=np.float64)
+            self._id_rank = np.zeros(0, dtype=np.int64)
+            self._dirty = False
+            return
+        entries = [self._docs[i] for i in self._ids]
+        terms = np.concatenate([e[0] for e in entries])
+        tfs = np.concatenate([e[1] for e in entries])
+        rows = np.repeat(np.arange(n_docs, dtype=np.int64), [len(e[0]) for e in entries])
+        order = np.argsort(terms, kind="stable")
+        self._rows = rows[order]
+        self._tfs = tfs[order]
+        df = np.bincount(terms, minlength=n_terms)
+        self._indptr = np.concatenate([[0], np.cumsum(df)]).astype(np.int64)
+        self._doc_len = np.array([e[2] for e in entries], dtype=np.float64)
+        self._avgdl = float(self._doc_len.mean())
+        # same formula and floor as rank_bm25.BM25Okapi, over terms present in the corpus
+        present = df > 0
+        idf = np.zeros(n_terms, dtype=np.float64)
+        idf[present] = np.log(n_docs - df[present] + 0.5) - np.log(df[present] + 0.5)
+        self._average_idf = float(idf[present].mean()) if present.any() else 0.0
+        idf[present & (idf < 0)] = self.epsilon * self._average_idf
+        self._idf = idf
+        # rank of each row's id in sorted order, for deterministic tie-breaking
+        self._id_rank = np.empty(n_docs, dtype=np.int64)
+        self._id_rank[np.argsort(np.array(self._ids, dtype=object), kind="stable")] = np.arange(
+            n_docs
+        )
+        self._dirty = False
+
+    def _row_scores(self, query: str) -> tuple[np.ndarray, np.ndarray]:
+        """Scores of every row and a mask of rows sharing at least one query term."""
+        if self._dirty:
+            self._rebuild()
+        n_docs = len(self._ids)
+        scores = np.zeros(n_docs, dtype=np.float64)
+        matched = np.zeros(n_docs, dtype=bool)
+        term_ids = [self._vocab[t] for t in self.tokenizer(query) if t in self._vocab]
+        if not term_ids or n_docs == 0:
+            return scores, matched
+        norm = self.k1 * (1 - self.b + self.b * self._doc_len / self._avgdl)
+        for term in term_ids:  # a loop over query terms only; documents are vectorized
+            lo, hi = self._indptr[term], self._indptr[term + 1]
+            if lo == hi:
+                continue
+            rows = self._rows[lo:hi]
+            tf = self._tfs[lo:hi]
+            contrib = self._idf[term] * (tf * (self.k1 + 1) / (tf + norm[rows]))
+            scores += np.bincount(rows, weights=contrib, minlength=n_docs)
+            matched[rows] = True
+        return scores, matched
+
+    def scores(self, query: str) -> dict[str, float]:
+        """BM25 score of every document that shares a term with ``query``."""
+        scores, matched = self._row_scores(query)
+        return {self._ids[i]: float(scores[i]) for i in np.flatnonzero(matched)}
+
+    def search(self, query: str, k: int = 10) -> list[tuple[str, float]]:
+        """Top ``k`` ``(id, score)`` among documents sharing a term with ``query``.
+
+        Sorted by score descending, ties broken by id ascending.
+        """
+        if not isinstance(k, int) or isinstance(k, bool) or k < 0:
+            raise InvalidInputError(f"k must be an int >= 0, got {k!r}.")
+        scores, matched = self._row_scores(query)
+        candidates = np.flatnonzero(matched)
+        if k == 0 or candidates.size == 0:
+            return []
+        # lexsort: last key is primary -> score descending, then id ascending
+        order = np.lexsort((self._id_rank[candidates], -scores[candidates]))[:k]
+        return [(self._ids[i], float(scores[i])) for i in candidates[order]]
