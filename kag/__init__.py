@@ -8,6 +8,19 @@ compile to parameterized Cypher.
 from kag import errors
 from kag.datamodels import ANY, DataModel, Entity, Field, GraphSchema, Relation, dynamic_enum, strict_schema
 from kag.knowledge import EntityHit, KnowledgeBase, TripletHit, TripletResults
+from kag.lm.lexical import LexicalLM
+from kag.programs import (
+    Fact,
+    Generator,
+    Input,
+    KnowledgeRetriever,
+    Module,
+    Program,
+    SymbolicTensor,
+    TemplateError,
+    UnsafeTemplateError,
+)
+from kag.programs.extractor import ExtractionReport, KnowledgeExtractor
 from kag.query import (
     CompiledQuery,
     QueryPlan,
@@ -30,16 +43,28 @@ __all__ = [
     "Embedder",
     "Entity",
     "EntityHit",
+    "ExtractionReport",
+    "Fact",
     "Field",
+    "Generator",
     "GraphSchema",
     "HashEmbedder",
+    "Input",
     "KnowledgeBase",
+    "KnowledgeExtractor",
+    "KnowledgeRetriever",
+    "LexicalLM",
+    "Module",
+    "Program",
     "QueryPlan",
     "Relation",
+    "SymbolicTensor",
+    "TemplateError",
     "TripletChain",
     "TripletHit",
     "TripletResults",
     "TripletSearch",
+    "UnsafeTemplateError",
     "compile_plan",
     "dynamic_enum",
     "errors",

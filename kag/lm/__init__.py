@@ -17,6 +17,7 @@ from kag.lm.jsonschema_check import (
     check_json_schema,
     validate_json_schema,
 )
+from kag.lm.lexical import LexicalLM
 from kag.lm.ollama import OllamaLM
 from kag.lm.openai import OpenAICompatibleLM
 from kag.lm.scripted import ScriptedLM
@@ -26,6 +27,7 @@ __all__ = [
     "InvalidOutputError",
     "JSONSchemaValidationError",
     "LanguageModel",
+    "LexicalLM",
     "Message",
     "OllamaLM",
     "OpenAICompatibleLM",
@@ -61,6 +63,11 @@ def language_model_from_config(config: Mapping[str, Any]) -> LanguageModel:
         cls = OpenAICompatibleLM
     elif kind == "ollama":
         cls = OllamaLM
+    elif kind == "lexical":
+        raise ConfigError(
+            "A LexicalLM matches names in a knowledge base: rebuild it with "
+            "LexicalLM.from_config(config, knowledge_base=kb)."
+        )
     elif kind == "scripted":
         raise ConfigError(
             "A ScriptedLM cannot be rebuilt from a config (its responses are Python objects): "

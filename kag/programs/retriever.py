@@ -1,0 +1,261 @@
+"""``KnowledgeRetriever``: a language model fills a typed triplet search, the graph answers it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from kag.datamodels.base import DataModel, Entity, Relation
+from kag.datamodels.schema import GraphSchema
+from kag.errors import ConfigError, InvalidInputError
+from kag.knowledge.base import KnowledgeBase
+from kag.lm.base import LanguageModel, Message
+from kag.programs.module import (
+    Module,
+    as_list,
+    concat_models,
+    import_object,
+    knowledge_base_config,
+    language_model_config,
+    object_path,
+    rebuild_knowledge_base,
+    rebuild_language_model,
+    runtime_for,
+)
+from kag.programs.prompts import (
+    DEFAULT_INPUT_TEMPLATE,
+    DEFAULT_RETRIEVER_INSTRUCTIONS,
+    build_messages,
+    compile_template,
+    render_template,
+    template_variables,
+)
+from kag.query.plan import MAX_HOPS, check_k, check_threshold, plan_triplet_search
+from kag.query.triplet import triplet_chain_schema, triplet_search_schema
+
+__all__ = ["Fact", "KnowledgeRetriever"]
+
+
+class Fact(DataModel):
+    """One retrieved fact: its text, score and the entities/relation it links."""
+
+    text: str = Field(description="The fact as one line, e.g. 'Paris -[IsCapitalOf]-> France'.")
+    score: float = Field(description="Similarity score in [0, 1].")
+    subject: dict[str, Any] = Field(description="The subject entity's fields.")
+    relation: dict[str, Any] | None = Field(default=None, description="The relation's label and properties.")
+    object: dict[str, Any] | None = Field(default=None, description="The object entity's fields.")
+
+
+class KnowledgeRetriever(Module):
+    """Retrieves facts from a knowledge base with a triplet search filled by a language model.
+
+    The model fills the strict JSON schema of a ``TripletSearch`` whose labels are
+    dynamic enums of ``entity_models`` / ``relation_models`` (a ``TripletChain`` of
+    up to ``max_hops`` patterns when ``max_hops > 1``). Its answer is also checked
+    by :func:`kag.plan_triplet_search` (labels, endpoint types of each relation,
+    chain joins); an invalid answer is sent back with the error, through the
+    model's repair loop. The search then runs on the knowledge base.
+
+    The output holds, in order: the inputs' fields (``return_inputs``), ``search``
+    (the filled search as a dict) and ``cypher`` (its compiled text) when
+    ``return_query``, ``facts`` (``text``, ``score``, ``subject``, ``relation``,
+    ``object``), ``count`` (for counting searches, else ``None``) and ``passages``
+    (empty until the knowledge base serves passages).
+
+    Note: ``"*"`` labels are expanded by the knowledge base to all of *its* labels.
+    """
+
+    def __init__(
+        self,
+        *,
+        knowledge_base: KnowledgeBase,
+        language_model: LanguageModel,
+        entity_models: Sequence[type[Entity]] | None = None,
+        relation_models: Sequence[type[Relation]] | None = None,
+        k: int = 10,
+        threshold: float = 0.7,
+        return_inputs: bool = True,
+        return_query: bool = True,
+        max_hops: int = 1,
+        prompt_template: str | None = None,
+        instructions: str | None = None,
+        name: str | None = None,
+        description: str | None = None,
+    ) -> None:
+        super().__init__(name=name, description=description)
+        if not isinstance(knowledge_base, KnowledgeBase):
+            raise ConfigError(f"knowledge_base must be a kag.KnowledgeBase, got {type(knowledge_base).__name__}.")
+        if not callable(getattr(language_model, "generate", None)):
+            raise ConfigError("language_model must implement kag.lm.LanguageModel (an async generate method).")
+        if isinstance(max_hops, bool) or not isinstance(max_hops, int) or not 1 <= max_hops <= MAX_HOPS:
+            raise ConfigError(f"max_hops must be an integer between 1 and {MAX_HOPS}, got {max_hops!r}.")
+        try:
+            self.k = check_k(k)
+            self.threshold = check_threshold(threshold)
+        except InvalidInputError as exc:
+            raise ConfigError(str(exc)) from exc
+        self.knowledge_base = knowledge_base
+        self.language_model = language_model
+        entities = list(entity_models) if entity_models is not None else list(knowledge_base.entity_models)
+        relations = list(relation_models) if relation_models is not None else list(knowledge_base.relation_models)
+        self.graph_schema = GraphSchema(entities, relations)
+        self._check_subset(knowledge_base.schema)
+        self.entity_models = tuple(self.graph_schema.entity_models)
+        self.relation_models = tuple(self.graph_schema.relation_models)
+        self.max_hops = max_hops
+        self.return_inputs = bool(return_inputs)
+        self.return_query = bool(return_query)
+        self.prompt_template = prompt_template
+        self.instructions = instructions
+        self._template = compile_template(prompt_template if prompt_template is not None else DEFAULT_INPUT_TEMPLATE)
+        self.search_schema = (
+            triplet_chain_schema(self.graph_schema, max_hops)
+            if max_hops > 1
+            else triplet_search_schema(self.graph_schema)
+        )
+        self._output_models: dict[tuple[type[BaseModel], ...], type[BaseModel]] = {}
+
+    def _check_subset(self, kb_schema: GraphSchema) -> None:
+        for label, model in self.graph_schema.entities.items():
+            if kb_schema.entities.get(label) is not model:
+                raise ConfigError(
+                    f"entity model {model.__name__} ({label!r}) is not declared by the knowledge base; "
+                    f"its labels are {list(kb_schema.entity_labels)}."
+                )
+        for label, spec in self.graph_schema.relations.items():
+            kb_spec = kb_schema.relations.get(label)
+            if kb_spec is None or kb_spec.model is not spec.model:
+                raise ConfigError(
+                    f"relation model {spec.model.__name__} ({label!r}) is not declared by the knowledge "
+                    f"base; its relation labels are {list(kb_schema.relation_labels)}."
+                )
+
+    # -- tracing -------------------------------------------------------------------------
+    def _retrieved_fields(self) -> dict[str, tuple[Any, Any]]:
+        fields: dict[str, tuple[Any, Any]] = {}
+        if self.return_query:
+            fields["search"] = (
+                dict[str, Any] | None,
+                Field(default=None, description="The triplet search (or chain) the model filled."),
+            )
+            fields["cypher"] = (str | None, Field(default=None, description="The compiled Cypher text."))
+        fields["facts"] = (list[Fact], Field(default_factory=list, description="The facts found, best first."))
+        fields["count"] = (
+            int | None,
+            Field(default=None, description="The number of matches, for counting searches."),
+        )
+        fields["passages"] = (
+            list[dict[str, Any]],
+            Field(default_factory=list, description="Text passages (empty until chunk retrieval)."),
+        )
+        return fields
+
+    def compute_output_model(self, input_models: Sequence[type[BaseModel]]) -> type[BaseModel]:
+        """The inputs' fields (when ``return_inputs``) then the retrieval fields."""
+        key = tuple(input_models) if self.return_inputs else ()
+        if key not in self._output_models:
+            self._output_models[key] = concat_models("KnowledgeRetrieverOutput", list(key), self._retrieved_fields())
+        return self._output_models[key]
+
+    # -- running -------------------------------------------------------------------------
+    def messages(self, inputs: Any) -> list[Message]:
+        """The role messages sent to fill the search (exposed for inspection and tests)."""
+        instructions = self.instructions if self.instructions is not None else DEFAULT_RETRIEVER_INSTRUCTIONS
+        system = f"{instructions.strip()}\n\n{self._describe_schema()}"
+        if self.max_hops > 1:
+            system += (
+                f"\n\nUse one pattern when one relation answers the request, or a chain of up to "
+                f"{self.max_hops} patterns where each pattern's object is the next one's subject."
+            )
+        return build_messages(system, render_template(self._template, template_variables(inputs)))
+
+    def _describe_schema(self) -> str:
+        lines = [self.graph_schema.describe(), "Entity fields:"]
+        for label, model in self.graph_schema.entities.items():
+            parts = []
+            for field_name, info in model.model_fields.items():
+                if field_name == "label":
+                    continue
+                parts.append(f"{field_name} ({info.description})" if info.description else field_name)
+            lines.append(f"- {label}: {', '.join(parts)}")
+        return "\n".join(lines)
+
+    def validate_search(self, search: dict[str, Any]) -> None:
+        """Raise ``SchemaError`` / ``InvalidInputError`` (ValueErrors) if the search cannot be planned."""
+        plan_triplet_search(search, self.graph_schema, k=self.k, threshold=self.threshold)
+
+    async def call(self, inputs: Any) -> BaseModel:
+        """Fill the search with the model, run it, return inputs + search + facts."""
+        items = as_list(inputs)
+        messages = self.messages(items if len(items) > 1 else items[0])
+        search = await self.language_model.generate(
+            messages,
+            self.search_schema,
+            validate=self.validate_search,
+            schema_name="triplet_chain" if self.max_hops > 1 else "triplet_search",
+        )
+        results = await self.knowledge_base.triplet_search(search, k=self.k, threshold=self.threshold)
+        data: dict[str, Any] = {}
+        models: list[type[BaseModel]] = []
+        if self.return_inputs:
+            for item in items:
+                if not isinstance(item, BaseModel):
+                    raise ConfigError("return_inputs needs pydantic model inputs (not plain dicts).")
+                models.append(type(item))
+                data.update({k: getattr(item, k) for k in type(item).model_fields})
+        if self.return_query:
+            data["search"] = search
+            data["cypher"] = results.query.text if results.query is not None else None
+        data["facts"] = [Fact.model_validate(hit.to_dict()) for hit in results]
+        data["count"] = results.count
+        data["passages"] = []
+        return self.compute_output_model(models).model_validate(data)
+
+    # -- configs -------------------------------------------------------------------------
+    def get_config(self) -> dict[str, Any]:
+        """Knowledge base by URI + model import paths, the model's own config, search settings."""
+        return {
+            **super().get_config(),
+            "knowledge_base": knowledge_base_config(self.knowledge_base),
+            "language_model": language_model_config(self.language_model),
+            "entity_models": [object_path(m) for m in self.entity_models],
+            "relation_models": [object_path(m) for m in self.relation_models],
+            "k": self.k,
+            "threshold": self.threshold,
+            "return_inputs": self.return_inputs,
+            "return_query": self.return_query,
+            "max_hops": self.max_hops,
+            "prompt_template": self.prompt_template,
+            "instructions": self.instructions,
+        }
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], **runtime: Any) -> KnowledgeRetriever:
+        """Rebuild; pass ``knowledge_base=`` / ``language_model=`` when they cannot be reopened."""
+        name = str(config.get("name"))
+        custom = runtime.get("custom_objects")
+        kb = rebuild_knowledge_base(
+            config.get("knowledge_base"), runtime_for(runtime.get("knowledge_base"), name), custom
+        )
+        lm = rebuild_language_model(config.get("language_model"), runtime_for(runtime.get("language_model"), name), kb)
+        return cls(
+            knowledge_base=kb,
+            language_model=lm,
+            entity_models=[import_object(p, Entity, custom) for p in config.get("entity_models", [])],
+            relation_models=[import_object(p, Relation, custom) for p in config.get("relation_models", [])],
+            k=int(config.get("k", 10)),
+            threshold=float(config.get("threshold", 0.7)),
+            return_inputs=bool(config.get("return_inputs", True)),
+            return_query=bool(config.get("return_query", True)),
+            max_hops=int(config.get("max_hops", 1)),
+            prompt_template=config.get("prompt_template"),
+            instructions=config.get("instructions"),
+            name=config.get("name"),
+            description=config.get("description"),
+        )
+
+    def summary_fields(self) -> str:
+        model = getattr(self.language_model, "name", type(self.language_model).__name__)
+        return f"model {model}; k={self.k}, threshold={self.threshold}, max_hops={self.max_hops}"
