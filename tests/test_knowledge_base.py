@@ -310,3 +310,32 @@ async def test_sync_refuses_inside_event_loop(kb: kag.KnowledgeBase) -> None:
 def test_unknown_uri() -> None:
     with pytest.raises(kag.errors.ConfigError, match="memory://"):
         kag.KnowledgeBase("postgres://x", entity_models=SEED)
+
+
+async def test_schema_subset_narrows_star(kb: kag.KnowledgeBase) -> None:
+    subset = kag.GraphSchema([City, Country], [IsCapitalOf])
+    hits = await kb.triplet_search({"relation_label": "*"}, k=100, schema=subset)
+    assert {h.relation.label for h in hits} == {"IsCapitalOf"}  # type: ignore[union-attr]
+    assert len(hits) == len(CAPITALS)
+
+    class Planet2(kag.Entity):
+        label: Literal["Planet2"] = "Planet2"
+        name: str
+
+    with pytest.raises(SchemaError, match="not declared by this knowledge base"):
+        await kb.triplet_search({}, schema=kag.GraphSchema([Planet2], []))
+
+
+async def test_hit_to_dict_has_the_whole_path(kb: kag.KnowledgeBase) -> None:
+    hits = await kb.triplet_search(
+        {
+            "hops": [
+                {"subject_label": "City", "subject_similarity_search": "Lyon", "relation_label": "IsCityOf"},
+                {"relation_label": "IsCapitalOf", "bidirectional": True},
+            ]
+        }
+    )
+    data = hits[0].to_dict()
+    assert [e["name"] for e in data["path"]] == ["Lyon", "France", "Paris"]
+    assert [r["label"] for r in data["relations"]] == ["IsCityOf", "IsCapitalOf"]
+    assert data["relations"][1]["subj"] == City(name="Paris").id

@@ -83,3 +83,17 @@ def test_chain_validation(schema: kag.GraphSchema) -> None:
 def test_extra_fields_in_lm_output_rejected(schema: kag.GraphSchema) -> None:
     with pytest.raises(InvalidInputError, match="Extra inputs"):
         plan_triplet_search({"subject_label": "City", "cypher": "MATCH (n) DETACH DELETE n"}, schema)
+
+
+def test_star_relation_narrowed_to_fitting_types() -> None:
+    from kag.examples import world
+
+    schema = kag.GraphSchema(world.ENTITY_MODELS, world.RELATION_MODELS)
+    plan = plan_triplet_search({"subject_label": "City", "object_label": "Country"}, schema)
+    assert plan.hops[0].relation_labels == ("IsCapitalOf", "IsCityOf")
+    plan = plan_triplet_search({"subject_label": "Country"}, schema)
+    assert plan.hops[0].relation_labels == ("IsInContinent",) and plan.nodes[1].labels == ("Continent",)
+    with pytest.raises(SchemaError, match="no declared relation links subject 'Continent'"):
+        plan_triplet_search({"subject_label": "Continent", "object_label": "City"}, schema)
+    plan = plan_triplet_search({"subject_label": "Continent", "bidirectional": True}, schema)
+    assert plan.hops[0].relation_labels == ("IsInContinent",)

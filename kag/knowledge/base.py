@@ -16,7 +16,7 @@ import numpy as np
 from kag._sync import SyncFacade
 from kag.datamodels.base import Entity, Relation
 from kag.datamodels.schema import GraphSchema
-from kag.errors import ConfigError, EmbeddingError, InvalidInputError
+from kag.errors import ConfigError, EmbeddingError, InvalidInputError, SchemaError
 from kag.graph import open_store
 from kag.graph.base import GraphStore, NodeRecord, PlanRow, RelationRecord, flatten, unflatten
 from kag.knowledge.hits import EntityHit, TripletHit, TripletResults
@@ -220,23 +220,41 @@ class KnowledgeBase:
         return str(save(path))
 
     # -- reads ----------------------------------------------------------------
-    def plan(self, search: SearchInput, *, k: int = 10, threshold: float = 0.7) -> QueryPlan:
-        """Validate a triplet search against the schema and build its (unbound) plan."""
-        return plan_triplet_search(search, self.schema, k=k, threshold=threshold)
+    def plan(
+        self, search: SearchInput, *, k: int = 10, threshold: float = 0.7, schema: GraphSchema | None = None
+    ) -> QueryPlan:
+        """Validate a triplet search against the schema and build its (unbound) plan.
+
+        ``schema`` restricts the search to a subset of the knowledge base's models
+        (``"*"`` then means "any of those"); it must not add labels of its own.
+        """
+        if schema is not None:
+            for label in (*schema.entity_labels, *schema.relation_labels):
+                if label not in self.schema.entities and label not in self.schema.relations:
+                    raise SchemaError(f"label {label!r} is not declared by this knowledge base.")
+        return plan_triplet_search(search, schema or self.schema, k=k, threshold=threshold)
 
     async def bind(self, plan: QueryPlan) -> QueryPlan:
         """Embed the plan's texts and attach the vectors."""
         texts = plan.texts()
         return plan.bind(await self.embed(texts)) if texts else plan.bind([])
 
-    async def compile(self, search: SearchInput, *, k: int = 10, threshold: float = 0.7) -> CompiledQuery:
+    async def compile(
+        self, search: SearchInput, *, k: int = 10, threshold: float = 0.7, schema: GraphSchema | None = None
+    ) -> CompiledQuery:
         """The Cypher (text, params) a triplet search compiles to, on any backend."""
-        return compile_plan(await self.bind(self.plan(search, k=k, threshold=threshold)))
+        return compile_plan(await self.bind(self.plan(search, k=k, threshold=threshold, schema=schema)))
 
-    async def triplet_search(self, search: SearchInput, *, k: int = 10, threshold: float = 0.7) -> TripletResults:
-        """Exact top-k facts matching a triplet search (or chain), best first."""
+    async def triplet_search(
+        self, search: SearchInput, *, k: int = 10, threshold: float = 0.7, schema: GraphSchema | None = None
+    ) -> TripletResults:
+        """Exact top-k facts matching a triplet search (or chain), best first.
+
+        ``subject``/``object`` of a hit are the pattern's positions (for a
+        bidirectional match the relation itself keeps its true direction).
+        """
         await self.ensure_ready()
-        plan = await self.bind(self.plan(search, k=k, threshold=threshold))
+        plan = await self.bind(self.plan(search, k=k, threshold=threshold, schema=schema))
         result = await self.store.execute(plan)
         query = compile_plan(plan)
         if result.count is not None:

@@ -51,6 +51,10 @@ class TripletHit:
             "object": self.object.to_dict() if self.object else None,
             "score": self.score,
             "text": self.text(),
+            "path": [e.to_dict() for e in self.path],
+            "relations": [
+                r.properties() | {"label": r.label, "subj": r.subj.id, "obj": r.obj.id} for r in self.relations
+            ],
         }
 
     def _repr_html_(self) -> str:

@@ -196,7 +196,9 @@ class KnowledgeRetriever(Module):
             validate=self.validate_search,
             schema_name="triplet_chain" if self.max_hops > 1 else "triplet_search",
         )
-        results = await self.knowledge_base.triplet_search(search, k=self.k, threshold=self.threshold)
+        results = await self.knowledge_base.triplet_search(
+            search, k=self.k, threshold=self.threshold, schema=self.graph_schema
+        )
         data: dict[str, Any] = {}
         models: list[type[BaseModel]] = []
         if self.return_inputs:
@@ -208,7 +210,10 @@ class KnowledgeRetriever(Module):
         if self.return_query:
             data["search"] = search
             data["cypher"] = results.query.text if results.query is not None else None
-        data["facts"] = [Fact.model_validate(hit.to_dict()) for hit in results]
+        # the whole path stays in `text`; the prompt gets the first hop's entities
+        data["facts"] = [
+            Fact.model_validate({k: v for k, v in hit.to_dict().items() if k in Fact.model_fields}) for hit in results
+        ]
         data["count"] = results.count
         data["passages"] = []
         return self.compute_output_model(models).model_validate(data)

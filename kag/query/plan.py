@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from kag.datamodels.schema import ANY, GraphSchema
+from kag.datamodels.schema import ANY, GraphSchema, RelationSpec
 from kag.errors import InvalidInputError, SchemaError
 from kag.query.triplet import TripletChain, TripletSearch
 
@@ -152,36 +152,56 @@ def _entity_labels(schema: GraphSchema, label: Any, what: str) -> tuple[str, ...
     return (label,)
 
 
-def _check_endpoints(schema: GraphSchema, search: TripletSearch, hop: int) -> None:
-    """Refuse a relation whose declared endpoint types cannot fit the given labels."""
-    if search.relation_label == ANY:
-        return
-    spec = schema.relation_spec(search.relation_label)
+def _fits(spec: RelationSpec, search: TripletSearch) -> bool:
+    """Can ``spec`` link the search's subject label to its object label (either way if bidirectional)?"""
     s, o = search.subject_label, search.object_label
 
     def fits(subj_ok: tuple[str, ...], obj_ok: tuple[str, ...]) -> bool:
         return (s == ANY or s in subj_ok) and (o == ANY or o in obj_ok)
 
-    if fits(spec.subj_labels, spec.obj_labels):
-        return
-    if search.bidirectional and fits(spec.obj_labels, spec.subj_labels):
-        return
+    return fits(spec.subj_labels, spec.obj_labels) or (search.bidirectional and fits(spec.obj_labels, spec.subj_labels))
+
+
+def _relation_specs(schema: GraphSchema, search: TripletSearch, hop: int) -> list[RelationSpec]:
+    """The relation types a hop may traverse; refuses endpoint types that cannot fit.
+
+    ``"*"`` is narrowed to the declared relations whose endpoint types fit the
+    given labels: other types cannot connect them, so results are unchanged.
+    """
     where = f" (hop {hop + 1})" if hop else ""
-    raise SchemaError(
-        f"relation {spec.label!r} connects {'|'.join(spec.subj_labels)} -> "
-        f"{'|'.join(spec.obj_labels)}, so it cannot link subject {s!r} to object {o!r}{where}; "
-        'pick matching labels, use "*", or set bidirectional.'
-    )
+    s, o = search.subject_label, search.object_label
+    if search.relation_label != ANY:
+        spec = schema.relation_spec(search.relation_label)
+        if not _fits(spec, search):
+            raise SchemaError(
+                f"relation {spec.label!r} connects {'|'.join(spec.subj_labels)} -> "
+                f"{'|'.join(spec.obj_labels)}, so it cannot link subject {s!r} to object {o!r}{where}; "
+                'pick matching labels, use "*", or set bidirectional.'
+            )
+        return [spec]
+    if not schema.relations:
+        raise SchemaError("the schema declares no relation models, so there is nothing to traverse.")
+    specs = [spec for spec in schema.relations.values() if _fits(spec, search)]
+    if not specs:
+        raise SchemaError(
+            f"no declared relation links subject {s!r} to object {o!r}{where}; relations: "
+            + "; ".join(
+                f"{x.label}: {'|'.join(x.subj_labels)} -> {'|'.join(x.obj_labels)}" for x in schema.relations.values()
+            )
+            + (". Set bidirectional to read them the other way." if not search.bidirectional else ".")
+        )
+    return specs
 
 
-def _endpoint_labels(schema: GraphSchema, search: TripletSearch, side: str, labels: tuple[str, ...]) -> tuple[str, ...]:
-    # narrow "*" to the relation's declared endpoint types: same results, smaller scans
-    if search.relation_label == ANY:
-        return labels
-    spec = schema.relation_spec(search.relation_label)
-    allowed = spec.subj_labels if side == "subj" else spec.obj_labels
-    if search.bidirectional:
-        allowed = tuple(dict.fromkeys(spec.subj_labels + spec.obj_labels))
+def _endpoint_labels(
+    specs: list[RelationSpec], search: TripletSearch, side: str, labels: tuple[str, ...]
+) -> tuple[str, ...]:
+    # narrow to the relations' declared endpoint types: same results, smaller scans
+    allowed: set[str] = set()
+    for spec in specs:
+        allowed.update(spec.subj_labels if side == "subj" else spec.obj_labels)
+        if search.bidirectional:
+            allowed.update(spec.subj_labels + spec.obj_labels)
     return tuple(label for label in labels if label in allowed)
 
 
@@ -209,14 +229,10 @@ def plan_triplet_search(
         for label in (ts.subject_label, ts.object_label):
             if label != ANY:
                 schema.entity_model(label)
-        rel_labels = (
-            schema.relation_labels if ts.relation_label == ANY else (schema.relation_spec(ts.relation_label).label,)
-        )
-        if not rel_labels:
-            raise SchemaError("the schema declares no relation models, so there is nothing to traverse.")
-        _check_endpoints(schema, ts, i)
-        subj_labels = _endpoint_labels(schema, ts, "subj", _entity_labels(schema, ts.subject_label, "subject"))
-        obj_labels = _endpoint_labels(schema, ts, "obj", _entity_labels(schema, ts.object_label, "object"))
+        specs = _relation_specs(schema, ts, i)
+        rel_labels = tuple(spec.label for spec in specs)
+        subj_labels = _endpoint_labels(specs, ts, "subj", _entity_labels(schema, ts.subject_label, "subject"))
+        obj_labels = _endpoint_labels(specs, ts, "obj", _entity_labels(schema, ts.object_label, "object"))
         subj_text = _text(ts.subject_similarity_search, f"hop {i + 1} subject_similarity_search")
         obj_text = _text(ts.object_similarity_search, f"hop {i + 1} object_similarity_search")
         if i == 0:
