@@ -33,7 +33,7 @@ from kag.errors import (
     UnsafeQueryError,
 )
 from kag.graph.base import NodeRecord, PlanResult, PlanRow, RelationRecord
-from kag.query.cypher import compile_plan, quote
+from kag.query.cypher import compile_plan, quote, quote_name
 from kag.query.plan import QueryPlan
 
 T = TypeVar("T")
@@ -144,17 +144,17 @@ class Neo4jGraphStore:
         statements = [f"CREATE CONSTRAINT kag_entity_id IF NOT EXISTS FOR (n:{quote(ENTITY)}) REQUIRE n.id IS UNIQUE"]
         for label in entity_labels:
             statements.append(
-                f"CREATE CONSTRAINT {quote('kag_' + label + '_id')} IF NOT EXISTS "
+                f"CREATE CONSTRAINT {quote_name('kag_' + label + '_id')} IF NOT EXISTS "
                 f"FOR (n:{quote(label)}) REQUIRE n.id IS UNIQUE"
             )
             statements.append(
-                f"CREATE VECTOR INDEX {quote('kag_' + label + '_embedding')} IF NOT EXISTS "
+                f"CREATE VECTOR INDEX {quote_name('kag_' + label + '_embedding')} IF NOT EXISTS "
                 f"FOR (n:{quote(label)}) ON n.embedding OPTIONS {{indexConfig: "
                 f"{{`vector.dimensions`: {dims}, `vector.similarity_function`: 'cosine'}}}}"
             )
         for label in relation_labels:
             statements.append(
-                f"CREATE CONSTRAINT {quote('kag_' + label + '_id')} IF NOT EXISTS "
+                f"CREATE CONSTRAINT {quote_name('kag_' + label + '_id')} IF NOT EXISTS "
                 f"FOR ()-[r:{quote(label)}]-() REQUIRE r.id IS UNIQUE"
             )
         for stmt in statements:

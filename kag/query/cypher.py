@@ -9,6 +9,7 @@ plan always gives the same text, so it can be golden-tested and cached.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,16 @@ class CompiledQuery:
 def quote(identifier: str) -> str:
     """Backtick-quote an identifier after checking it against the identifier pattern."""
     return f"`{check_identifier(identifier, 'identifier')}`"
+
+
+_INTERNAL = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,127}$")
+
+
+def quote_name(name: str) -> str:
+    """Backtick-quote a name kag derives from a checked label (index/constraint names may be longer)."""
+    if not _INTERNAL.match(name):
+        raise ValueError(f"refusing unsafe schema object name {name!r}")
+    return f"`{name}`"
 
 
 def label_expr(labels: tuple[str, ...]) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -114,3 +114,16 @@ async def test_subgraph_matches_memory(neo4j_kb_factory: Callable[..., Any]) -> 
         a = await neo.subgraph(Country(name="Spain"), depth=depth)
         b = await mem.subgraph(Country(name="Spain"), depth=depth)
         assert a.nodes == b.nodes and a.edges == b.edges
+
+
+class L64(kag.Entity):
+    label: Literal["A234567890123456789012345678901234567890123456789012345678901234"] = (
+        "A234567890123456789012345678901234567890123456789012345678901234"
+    )
+    name: str
+
+
+async def test_longest_allowed_label_works(neo4j_kb_factory: Callable[..., Any]) -> None:
+    kb = await neo4j_kb_factory(entity_models=[L64])
+    await kb.upsert(L64(name="x"))
+    assert (await kb.similarity_search(L64.graph_label or "", "x", k=1))[0].score > 0.99
