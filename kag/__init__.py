@@ -7,7 +7,19 @@ compile to parameterized Cypher.
 
 from kag import errors
 from kag.datamodels import ANY, DataModel, Entity, Field, GraphSchema, Relation, dynamic_enum, strict_schema
-from kag.knowledge import EntityHit, KnowledgeBase, TripletHit, TripletResults
+from kag.knowledge import (
+    Citation,
+    EntityHit,
+    IndexReport,
+    Knowledge,
+    KnowledgeBase,
+    KnowledgeTool,
+    RAGAnswer,
+    SearchHit,
+    TripletHit,
+    TripletResults,
+    create_knowledge,
+)
 from kag.lm.lexical import LexicalLM
 from kag.programs import (
     Fact,
@@ -38,6 +50,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ANY",
     "CallableEmbedder",
+    "Citation",
     "CompiledQuery",
     "DataModel",
     "Embedder",
@@ -49,15 +62,20 @@ __all__ = [
     "Generator",
     "GraphSchema",
     "HashEmbedder",
+    "IndexReport",
     "Input",
+    "Knowledge",
     "KnowledgeBase",
     "KnowledgeExtractor",
     "KnowledgeRetriever",
+    "KnowledgeTool",
     "LexicalLM",
     "Module",
     "Program",
     "QueryPlan",
+    "RAGAnswer",
     "Relation",
+    "SearchHit",
     "SymbolicTensor",
     "TemplateError",
     "TripletChain",
@@ -66,6 +84,7 @@ __all__ = [
     "TripletSearch",
     "UnsafeTemplateError",
     "compile_plan",
+    "create_knowledge",
     "dynamic_enum",
     "errors",
     "plan_triplet_search",

@@ -339,3 +339,17 @@ async def test_hit_to_dict_has_the_whole_path(kb: kag.KnowledgeBase) -> None:
     assert [e["name"] for e in data["path"]] == ["Lyon", "France", "Paris"]
     assert [r["label"] for r in data["relations"]] == ["IsCityOf", "IsCapitalOf"]
     assert data["relations"][1]["subj"] == City(name="Paris").id
+
+
+async def test_texts_without_words_still_embed() -> None:
+    kb = kag.KnowledgeBase(entity_models=SEED)
+    vectors = await kb.embed(["****", "", "----", "Paris"])
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
+    assert float(vectors[0] @ vectors[2]) < 0.5  # different symbols do not collide
+
+
+async def test_revision_counts_writes(kb: kag.KnowledgeBase) -> None:
+    before = kb.revision
+    await kb.upsert(Country(name="Chile"))
+    await kb.delete(Country(name="Chile"))
+    assert kb.revision == before + 2

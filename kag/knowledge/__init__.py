@@ -1,6 +1,21 @@
-"""Knowledge bases: schema + store + embedder, and their search results."""
+"""Knowledge bases, the Knowledge facade over facts and passages, tools and answers."""
 
+from kag.knowledge.answer import Citation, RAGAnswer
 from kag.knowledge.base import KnowledgeBase
 from kag.knowledge.hits import EntityHit, TripletHit, TripletResults
+from kag.knowledge.knowledge import IndexReport, Knowledge, SearchHit, create_knowledge
+from kag.knowledge.tool import KnowledgeTool
 
-__all__ = ["EntityHit", "KnowledgeBase", "TripletHit", "TripletResults"]
+__all__ = [
+    "Citation",
+    "EntityHit",
+    "IndexReport",
+    "Knowledge",
+    "KnowledgeBase",
+    "KnowledgeTool",
+    "RAGAnswer",
+    "SearchHit",
+    "TripletHit",
+    "TripletResults",
+    "create_knowledge",
+]

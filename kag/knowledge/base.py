@@ -59,6 +59,7 @@ class KnowledgeBase:
         self.uri = self.store.uri
         self._ready = False
         self._ready_lock = asyncio.Lock()
+        self.revision = 0  # bumped by every write, so caches built from the graph can tell they are stale
         self._sync: SyncFacade | None = None
 
     # -- lifecycle ------------------------------------------------------------
@@ -159,6 +160,7 @@ class KnowledgeBase:
             for r in relations
         ]
         await self.store.upsert(nodes, rels)
+        self.revision += 1
         return {"entities": len(nodes), "relations": len(rels)}
 
     async def _merged_sources(
@@ -191,6 +193,7 @@ class KnowledgeBase:
         if isinstance(refs, str | Entity | Relation):
             refs = [refs]
         ids = [r if isinstance(r, str) else r.id for r in refs]
+        self.revision += 1
         return await self.store.delete(ids)
 
     async def get(self, ref: str | Entity | Relation) -> Entity | Relation | None:

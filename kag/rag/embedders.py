@@ -92,6 +92,10 @@ class HashEmbedder:
             return cached
         toks = words(text)
         feats: list[tuple[str, float]] = [(f"w:{t}", 1.0) for t in toks]
+        if not toks:
+            # no word characters ("****", ""): one feature of the raw text keeps the vector
+            # non-zero, so it can be stored and compared (it matches only the same text)
+            feats.append((f"raw:{' '.join(text.split())}", 1.0))
         feats += [(f"b:{a} {b}", 1.0) for a, b in itertools.pairwise(toks)]
         if self.trigram_weight:
             for t in toks:

@@ -1,0 +1,368 @@
+"""Passages for the embedded store: a side structure attached to a ``MemoryGraphStore``.
+
+Documents, chunks, ``NEXT`` order and ``MENTIONS`` links are kept in plain
+dicts next to the entity graph (``store.graph`` holds entities only, so the
+entity store's own persistence and plan evaluation are untouched). Chunk
+vectors form one numpy matrix ordered by chunk id, rebuilt lazily after writes,
+so a vector search is one matrix-vector product and ties fall out in id order.
+Keywords use :class:`kag.rag.bm25.BM25Index`. Filter masks are cached per
+filter until the next write.
+
+A store opened with a path keeps its passages in ``<path>.passages.json``
+(written by :meth:`MemoryPassageStore.save`, read back when the store is opened).
+"""
+
+from __future__ import annotations
+
+import base64
+import bisect
+import itertools
+import json
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kag.errors import EmbeddingError, InvalidInputError, StoreFormatError
+from kag.graph.memory import MemoryGraphStore
+from kag.graph.passages import ChunkRecord, DocumentRecord, Mention, PassageRow
+from kag.rag.bm25 import BM25Index
+from kag.rag.filters import compile_matcher, validate_filter
+
+FORMAT = "kag-memory-passages"
+VERSION = 1
+
+
+@dataclass
+class _StoredChunk:
+    record: ChunkRecord
+    props: dict[str, Any]
+
+
+class MemoryPassageStore:
+    """Documents and chunks of one ``MemoryGraphStore`` (see the module docstring)."""
+
+    def __init__(self, graph_store: MemoryGraphStore, *, path: str | os.PathLike[str] | None = None) -> None:
+        self.graph_store = graph_store
+        self.path = Path(path) if path else None
+        self._dims: int | None = None
+        self._documents: dict[str, DocumentRecord] = {}
+        self._doc_chunks: dict[str, list[str]] = {}
+        self._chunks: dict[str, _StoredChunk] = {}
+        # chunk id -> {entity id -> the entity's node data dict when linked}: a link is live
+        # while the graph holds that very node, so deleting an entity drops its links for good
+        # (as DETACH DELETE does on Neo4j), even if an entity with the same id comes back later
+        self._mentions: dict[str, dict[str, Any]] = {}
+        self._bm25 = BM25Index()
+        # lazily rebuilt arrays
+        self._order: list[str] = []
+        self._pos: dict[str, int] = {}
+        self._matrix = np.zeros((0, 0), dtype=np.float32)
+        self._masks: dict[str, np.ndarray] = {}
+        self._dirty = True
+        if self.path is not None and self.path.exists():
+            self._load(self.path)
+
+    # -- schema ---------------------------------------------------------------
+    async def ensure_schema(self, dimensions: int) -> None:
+        self._set_dims(int(dimensions))
+
+    def _set_dims(self, dimensions: int) -> None:
+        if self._dims is None:
+            self._dims = dimensions
+        elif self._dims != dimensions:
+            raise EmbeddingError(
+                f"these passages hold {self._dims}-dimensional embeddings but the embedder gives "
+                f"{dimensions}; use the embedder they were indexed with, or re-index."
+            )
+
+    # -- writes ---------------------------------------------------------------
+    async def write(
+        self, documents: Sequence[DocumentRecord], chunks: Sequence[ChunkRecord], mentions: Sequence[Mention]
+    ) -> None:
+        doc_ids = {d.id for d in documents}
+        for c in chunks:
+            if c.document_id not in doc_ids:
+                raise InvalidInputError(f"chunk {c.id} belongs to {c.document_id}, which is not being written.")
+            self._set_dims(int(c.embedding.shape[0]))
+        for doc in documents:
+            self._drop_chunks(doc.id)
+            self._documents[doc.id] = doc
+            self._doc_chunks[doc.id] = []
+        for c in sorted(chunks, key=lambda c: (c.document_id, c.index)):
+            self._chunks[c.id] = _StoredChunk(c, c.properties())
+            self._doc_chunks[c.document_id].append(c.id)
+        self._bm25.add([c.id for c in chunks], [c.text for c in chunks])
+        self._add_mentions(mentions)
+        self._dirty = True
+
+    def _drop_chunks(self, doc_id: str) -> None:
+        old = self._doc_chunks.pop(doc_id, [])
+        for chunk_id in old:
+            self._chunks.pop(chunk_id, None)
+            self._mentions.pop(chunk_id, None)
+        self._bm25.remove(old)
+
+    def _add_mentions(self, mentions: Sequence[Mention]) -> int:
+        graph = self.graph_store.graph
+        added = 0
+        for chunk_id, entity_id in mentions:
+            if chunk_id in self._chunks and graph.has_node(entity_id):
+                links = self._mentions.setdefault(chunk_id, {})
+                if not self._live(entity_id, links.get(entity_id)):
+                    links[entity_id] = graph.nodes[entity_id]
+                added += 1
+        return added
+
+    def _live(self, entity_id: str, node: Any) -> bool:
+        graph = self.graph_store.graph
+        return node is not None and graph.has_node(entity_id) and graph.nodes[entity_id] is node
+
+    def _links(self, chunk_id: str) -> list[str]:
+        return [e for e, node in self._mentions.get(chunk_id, {}).items() if self._live(e, node)]
+
+    async def delete_documents(self, ids: Sequence[str]) -> int:
+        found = 0
+        for doc_id in dict.fromkeys(ids):
+            if doc_id in self._documents:
+                found += 1
+                self._drop_chunks(doc_id)
+                del self._documents[doc_id]
+        if found:
+            self._dirty = True
+        return found
+
+    async def link(self, mentions: Sequence[Mention]) -> int:
+        return self._add_mentions(mentions)
+
+    async def clear(self) -> None:
+        self._documents.clear()
+        self._doc_chunks.clear()
+        self._chunks.clear()
+        self._mentions.clear()
+        self._bm25 = BM25Index()
+        self._dirty = True
+
+    # -- index ----------------------------------------------------------------
+    def _build(self) -> None:
+        if not self._dirty:
+            return
+        self._order = sorted(self._chunks)
+        self._pos = {cid: i for i, cid in enumerate(self._order)}
+        dims = self._dims or 1
+        matrix = np.zeros((len(self._order), dims), dtype=np.float32)
+        for i, cid in enumerate(self._order):
+            matrix[i] = self._chunks[cid].record.embedding
+        self._matrix = matrix
+        self._masks = {}
+        self._dirty = False
+
+    def _mask(self, where: Mapping[str, Any] | None) -> np.ndarray:
+        validate_filter(where)
+        self._build()
+        if not where:
+            return np.ones(len(self._order), dtype=bool)
+        key = json.dumps(where, sort_keys=True, default=repr)
+        mask = self._masks.get(key)
+        if mask is None:
+            test = compile_matcher(where)
+            mask = np.fromiter(
+                (test(self._chunks[cid].record.metadata) for cid in self._order), dtype=bool, count=len(self._order)
+            )
+            if len(self._masks) > 256:
+                self._masks.clear()
+            self._masks[key] = mask
+        return mask
+
+    def _row(self, chunk_id: str, score: float) -> PassageRow:
+        stored = self._chunks[chunk_id]
+        mentions = self._links(chunk_id)
+        return PassageRow.from_properties(stored.props, score, mentions)
+
+    # -- reads ----------------------------------------------------------------
+    async def vector_search(
+        self,
+        vector: np.ndarray,
+        k: int,
+        where: Mapping[str, Any] | None = None,
+        ids: Sequence[str] | None = None,
+    ) -> list[PassageRow]:
+        k = _check_k(k)
+        mask = self._mask(where).copy()
+        if ids is not None:
+            keep = np.zeros_like(mask)
+            keep[[self._pos[i] for i in ids if i in self._pos]] = True
+            mask &= keep
+        rows = np.flatnonzero(mask)
+        if k == 0 or rows.size == 0:
+            return []
+        vec = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if self._dims is not None and vec.shape[0] != self._dims:
+            raise EmbeddingError(f"query vector has {vec.shape[0]} dimensions, the passages {self._dims}.")
+        norm = np.linalg.norm(vec)
+        if not np.isfinite(vec).all() or norm == 0:
+            raise EmbeddingError("the query vector is zero or not finite; it cannot be compared.")
+        q = vec / norm
+        sims = np.clip((1.0 + (self._matrix[rows] @ q).astype(np.float64)) / 2.0, 0.0, 1.0)
+        # positions follow id order, so lexsort on (position, -score) breaks ties by id
+        order = np.lexsort((rows, -sims))[:k]
+        return [self._row(self._order[rows[j]], float(sims[j])) for j in order]
+
+    async def keyword_search(self, text: str, k: int, where: Mapping[str, Any] | None = None) -> list[PassageRow]:
+        k = _check_k(k)
+        if not isinstance(text, str):
+            raise InvalidInputError(f"keyword_search() takes str, got {type(text).__name__}.")
+        mask = self._mask(where)
+        scores = self._bm25.scores(text)
+        hits = [(cid, s) for cid, s in scores.items() if mask[self._pos[cid]]]
+        hits.sort(key=lambda item: (-item[1], item[0]))
+        return [self._row(cid, score) for cid, score in hits[:k]]
+
+    async def chunk_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        return {i: self._chunks[i].record.embedding.copy() for i in ids if i in self._chunks}
+
+    async def get_chunks(self, ids: Sequence[str]) -> list[PassageRow]:
+        return [self._row(i, 0.0) for i in dict.fromkeys(ids) if i in self._chunks]
+
+    async def mentioned_by(self, entity_ids: Sequence[str], where: Mapping[str, Any] | None) -> set[str]:
+        wanted = set(entity_ids)
+        if not wanted:
+            return set()
+        mask = self._mask(where)
+        found: set[str] = set()
+        for chunk_id in self._mentions:
+            hit = wanted.intersection(self._links(chunk_id))
+            if hit and mask[self._pos[chunk_id]]:
+                found |= hit
+        return found
+
+    async def entities(self) -> list[tuple[str, str, dict[str, Any]]]:
+        return [(str(n), str(d["label"]), dict(d["props"])) for n, d in self.graph_store.graph.nodes(data=True)]
+
+    async def chunk_texts(self, after: str | None, limit: int) -> list[tuple[str, str]]:
+        self._build()
+        start = 0 if after is None else bisect.bisect_right(self._order, after)
+        return [(cid, self._chunks[cid].record.text) for cid in self._order[start : start + max(0, limit)]]
+
+    async def list_documents(
+        self,
+        *,
+        ids: Sequence[str] | None = None,
+        sources: Sequence[str] | None = None,
+        origins: Sequence[str] | None = None,
+    ) -> list[DocumentRecord]:
+        id_set = None if ids is None else set(ids)
+        src_set = None if sources is None else set(sources)
+        org_set = None if origins is None else set(origins)
+        out = []
+        for doc_id in sorted(self._documents):
+            doc = self._documents[doc_id]
+            if id_set is not None and doc_id not in id_set:
+                continue
+            if src_set is not None and doc.source not in src_set:
+                continue
+            if org_set is not None and doc.origin not in org_set:
+                continue
+            out.append(doc)
+        return out
+
+    def chunk_ids(self, document_id: str) -> list[str]:
+        """Ids of a document's chunks in ``NEXT`` order."""
+        return list(self._doc_chunks.get(document_id, ()))
+
+    def next_links(self) -> list[tuple[str, str]]:
+        """Every ``(:Chunk)-[:NEXT]->(:Chunk)`` pair."""
+        return [(a, b) for ids in self._doc_chunks.values() for a, b in itertools.pairwise(ids)]
+
+    async def counts(self) -> dict[str, int]:
+        live = sum(len(self._links(chunk_id)) for chunk_id in self._mentions)
+        return {"documents": len(self._documents), "chunks": len(self._chunks), "mentions": live}
+
+    # -- persistence ----------------------------------------------------------
+    def save(self, path: str | os.PathLike[str] | None = None) -> Path:
+        """Write the passages to ``path`` (default: the path given at construction), atomically."""
+        target = Path(path) if path else self.path
+        if target is None:
+            raise StoreFormatError("these passages have no file; pass a path to save().")
+        chunks = []
+        for cid in sorted(self._chunks):
+            rec = self._chunks[cid].record
+            chunks.append(
+                {
+                    **rec.properties(),
+                    "metadata": rec.metadata,
+                    "embedding": base64.b64encode(rec.embedding.astype("<f4").tobytes()).decode(),
+                    "mentions": sorted(self._links(cid)),
+                }
+            )
+        documents = [{**d.properties(), "metadata": d.metadata} for d in self._documents.values()]
+        doc = {"format": FORMAT, "version": VERSION, "dimensions": self._dims, "documents": documents, "chunks": chunks}
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=target.name, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(doc, fh, ensure_ascii=False)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return target
+
+    def _load(self, path: Path) -> None:
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise StoreFormatError(f"{path} is not a kag passages file ({exc}).") from exc
+        if not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("version") != VERSION:
+            raise StoreFormatError(f"{path} is not a kag passages file of version {VERSION}.")
+        try:
+            dims = doc["dimensions"]
+            documents = [DocumentRecord.from_properties(d) for d in doc["documents"]]
+            chunks: list[ChunkRecord] = []
+            mentions: list[tuple[str, str]] = []
+            for c in doc["chunks"]:
+                vec = np.frombuffer(base64.b64decode(c["embedding"]), dtype="<f4").astype(np.float32)
+                if dims is None or vec.shape != (dims,) or not np.isfinite(vec).all():
+                    raise StoreFormatError(f"{path}: chunk {c.get('id')!r} has a bad embedding.")
+                chunks.append(
+                    ChunkRecord(
+                        id=str(c["id"]),
+                        document_id=str(c["document_id"]),
+                        index=int(c["index"]),
+                        text=str(c["text"]),
+                        start=int(c["start"]),
+                        end=int(c["end"]),
+                        source=str(c.get("source", "")),
+                        title=str(c.get("title", "")),
+                        metadata=dict(c.get("metadata") or {}),
+                        embedding=vec,
+                    )
+                )
+                mentions.extend((str(c["id"]), str(e)) for e in c.get("mentions", ()))
+        except StoreFormatError:
+            raise
+        except (KeyError, TypeError, ValueError) as exc:
+            raise StoreFormatError(f"{path} is a damaged kag passages file ({exc!r}).") from exc
+        if dims is not None:
+            self._set_dims(int(dims))
+        doc_ids = {d.id for d in documents}
+        chunks = [c for c in chunks if c.document_id in doc_ids]
+        for d in documents:
+            self._documents[d.id] = d
+            self._doc_chunks[d.id] = []
+        for c in sorted(chunks, key=lambda c: (c.document_id, c.index)):
+            self._chunks[c.id] = _StoredChunk(c, c.properties())
+            self._doc_chunks[c.document_id].append(c.id)
+        self._bm25.add([c.id for c in chunks], [c.text for c in chunks])
+        self._add_mentions(mentions)  # the entity store was loaded first: link to its nodes
+        self._dirty = True
+
+
+def _check_k(k: Any) -> int:
+    if not isinstance(k, int) or isinstance(k, bool) or k < 0:
+        raise InvalidInputError(f"k must be an int >= 0, got {k!r}.")
+    return k

@@ -1,0 +1,360 @@
+"""Passages on Neo4j: ``Document``/``Chunk`` nodes next to the entities of a ``Neo4jGraphStore``.
+
+* constraints on ``Document.id`` and ``Chunk.id``, a vector index
+  ``kag_chunk_embedding`` on ``Chunk.embedding`` and a fulltext index
+  ``kag_chunk_text`` on ``Chunk.text``, all ``IF NOT EXISTS``;
+* a write is one managed write transaction of batched ``UNWIND ... MERGE``
+  statements: old chunks of the written documents are removed first, so a
+  re-written document never keeps stale chunks;
+* chunk metadata is stored twice: as JSON (``metadata``, exact round trip) and
+  flattened into ``meta__*`` properties that filters compile to
+  (:func:`kag.rag.filters.compile_cypher`, always parameterized);
+* every read goes through the store's EXPLAIN-guarded ``_read``.
+
+Vector search is exact (``vector.similarity.cosine`` over the filtered chunks,
+which Neo4j maps to ``[0, 1]`` as ``(1 + cos) / 2``), so it agrees with the
+memory store. Keyword search runs Lucene (BM25 similarity, analyzer
+``standard-no-stop-words``) over the words of the query, OR-ed; its scores are
+not those of the memory store's BM25.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from kag.errors import EmbeddingError, InvalidInputError
+from kag.graph.neo4j import ENTITY, Neo4jGraphStore
+from kag.graph.passages import ChunkRecord, DocumentRecord, Mention, PassageRow, sort_rows
+from kag.rag.filters import compile_cypher, flatten_metadata, validate_filter
+
+VECTOR_INDEX = "kag_chunk_embedding"
+FULLTEXT_INDEX = "kag_chunk_text"
+MAX_QUERY_TERMS = 64
+_TERM = re.compile(r"\w+", re.UNICODE)
+_ROW = (
+    f"RETURN c.id AS id, c {{.*, embedding: null}} AS props, score, [(c)-[:MENTIONS]->(e:{ENTITY}) | e.id] AS mentions"
+)
+
+
+def lucene_query(text: str) -> str:
+    """A Lucene query OR-ing the quoted words of ``text`` (no operators, nothing to escape)."""
+    terms = list(dict.fromkeys(t.casefold() for t in _TERM.findall(text)))[:MAX_QUERY_TERMS]
+    return " OR ".join(f'"{t}"' for t in terms)
+
+
+class Neo4jPassageStore:
+    """Documents and chunks on the server of ``graph_store`` (see the module docstring)."""
+
+    def __init__(self, graph_store: Neo4jGraphStore) -> None:
+        self.graph_store = graph_store
+        self._dims: int | None = None
+
+    # -- schema ---------------------------------------------------------------
+    async def ensure_schema(self, dimensions: int) -> None:
+        dims = int(dimensions)
+        run = self.graph_store._run
+        statements = [
+            "CREATE CONSTRAINT kag_document_id IF NOT EXISTS FOR (d:Document) REQUIRE d.id IS UNIQUE",
+            "CREATE CONSTRAINT kag_chunk_id IF NOT EXISTS FOR (c:Chunk) REQUIRE c.id IS UNIQUE",
+            f"CREATE VECTOR INDEX {VECTOR_INDEX} IF NOT EXISTS FOR (c:Chunk) ON c.embedding OPTIONS "
+            f"{{indexConfig: {{`vector.dimensions`: {dims}, `vector.similarity_function`: 'cosine'}}}}",
+            f"CREATE FULLTEXT INDEX {FULLTEXT_INDEX} IF NOT EXISTS FOR (c:Chunk) ON EACH [c.text]",
+        ]
+        for stmt in statements:
+            await run(stmt, None, write=True, what="creating passage constraints and indexes")
+        await run("CALL db.awaitIndexes(300)", None, write=False, what="waiting for passage indexes")
+        res = await run(
+            "SHOW VECTOR INDEXES YIELD name, options WHERE name = $name RETURN options",
+            {"name": VECTOR_INDEX},
+            write=False,
+            what="reading passage index settings",
+        )
+        for record in res.records:
+            have = (record["options"] or {}).get("indexConfig", {}).get("vector.dimensions")
+            if have is not None and int(have) != dims:
+                raise EmbeddingError(
+                    f"Neo4j index {VECTOR_INDEX} holds {have}-dimensional vectors but the embedder gives "
+                    f"{dims}; use the same embedder, or drop the index and the chunks and re-index."
+                )
+        self._dims = dims
+
+    # -- writes ---------------------------------------------------------------
+    async def _write_tx(self, statements: list[tuple[str, dict[str, Any]]], what: str) -> list[int]:
+        """Run ``statements`` in one managed write transaction; return each one's first ``n``."""
+        store = self.graph_store
+
+        async def work(tx: Any) -> list[int]:
+            out = []
+            for query, params in statements:
+                result = await tx.run(query, params)
+                record = await result.single()
+                out.append(int(record.data().get("n", 0)) if record is not None else 0)
+            return out
+
+        async def call() -> list[int]:
+            async with store.driver.session(database=store.database) as session:
+                result: list[int] = await session.execute_write(work)
+                return result
+
+        return await store._retry(what, call)
+
+    async def write(
+        self, documents: Sequence[DocumentRecord], chunks: Sequence[ChunkRecord], mentions: Sequence[Mention]
+    ) -> None:
+        doc_ids = {d.id for d in documents}
+        for c in chunks:
+            if c.document_id not in doc_ids:
+                raise InvalidInputError(f"chunk {c.id} belongs to {c.document_id}, which is not being written.")
+            if self._dims is not None and c.embedding.shape[0] != self._dims:
+                raise EmbeddingError(f"chunk {c.id} has {c.embedding.shape[0]} dimensions, the index {self._dims}.")
+        batch = self.graph_store.batch_size
+        stmts: list[tuple[str, dict[str, Any]]] = []
+        doc_rows = [{"id": d.id, "props": _props(d.properties(), d.metadata)} for d in documents]
+        ids = [d.id for d in documents]
+        stmts.append(
+            (
+                "UNWIND $ids AS id MATCH (:Document {id: id})-[:HAS_CHUNK]->(c:Chunk) "
+                "DETACH DELETE c RETURN count(*) AS n",
+                {"ids": ids},
+            )
+        )
+        for start in range(0, len(doc_rows), batch):
+            stmts.append(
+                (
+                    "UNWIND $rows AS row MERGE (d:Document {id: row.id}) SET d = row.props RETURN count(*) AS n",
+                    {"rows": doc_rows[start : start + batch]},
+                )
+            )
+        chunk_rows = [
+            {
+                "id": c.id,
+                "document_id": c.document_id,
+                "props": _props(c.properties(), c.metadata),
+                "embedding": [float(x) for x in c.embedding],
+            }
+            for c in chunks
+        ]
+        for start in range(0, len(chunk_rows), batch):
+            stmts.append(
+                (
+                    "UNWIND $rows AS row MATCH (d:Document {id: row.document_id}) "
+                    "MERGE (c:Chunk {id: row.id}) SET c = row.props, c.embedding = row.embedding "
+                    "MERGE (d)-[:HAS_CHUNK]->(c) RETURN count(*) AS n",
+                    {"rows": chunk_rows[start : start + batch]},
+                )
+            )
+        ordered = sorted(chunks, key=lambda c: (c.document_id, c.index))
+        next_rows = [{"a": a.id, "b": b.id} for a, b in itertools.pairwise(ordered) if a.document_id == b.document_id]
+        for start in range(0, len(next_rows), batch):
+            stmts.append(
+                (
+                    "UNWIND $rows AS row MATCH (a:Chunk {id: row.a}) MATCH (b:Chunk {id: row.b}) "
+                    "MERGE (a)-[:NEXT]->(b) RETURN count(*) AS n",
+                    {"rows": next_rows[start : start + batch]},
+                )
+            )
+        stmts.extend(self._mention_statements(mentions))
+        await self._write_tx(stmts, "writing documents and chunks")
+
+    def _mention_statements(self, mentions: Sequence[Mention]) -> list[tuple[str, dict[str, Any]]]:
+        rows = [{"chunk": c, "entity": e} for c, e in dict.fromkeys(mentions)]
+        batch = self.graph_store.batch_size
+        return [
+            (
+                f"UNWIND $rows AS row MATCH (c:Chunk {{id: row.chunk}}) MATCH (e:{ENTITY} {{id: row.entity}}) "
+                "MERGE (c)-[:MENTIONS]->(e) RETURN count(*) AS n",
+                {"rows": rows[start : start + batch]},
+            )
+            for start in range(0, len(rows), batch)
+        ]
+
+    async def link(self, mentions: Sequence[Mention]) -> int:
+        stmts = self._mention_statements(mentions)
+        if not stmts:
+            return 0
+        return sum(await self._write_tx(stmts, "linking chunks to entities"))
+
+    async def delete_documents(self, ids: Sequence[str]) -> int:
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return 0
+        (n,) = await self._write_tx(
+            [
+                (
+                    "UNWIND $ids AS id MATCH (d:Document {id: id}) "
+                    "OPTIONAL MATCH (d)-[:HAS_CHUNK]->(c:Chunk) "
+                    "WITH d, collect(c) AS chunks FOREACH (c IN chunks | DETACH DELETE c) "
+                    "DETACH DELETE d RETURN count(*) AS n",
+                    {"ids": ids},
+                )
+            ],
+            "deleting documents",
+        )
+        return n
+
+    async def clear(self) -> None:
+        store = self.graph_store
+        query = "MATCH (n) WHERE n:Document OR n:Chunk CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS"
+
+        async def call() -> None:
+            async with store.driver.session(database=store.database) as session:
+                await (await session.run(query)).consume()
+
+        await store._retry("clearing documents and chunks", call)
+
+    # -- reads ----------------------------------------------------------------
+    async def _read(self, query: str, params: dict[str, Any], what: str) -> Any:
+        return await self.graph_store._read(query, params, what)
+
+    @staticmethod
+    def _rows(records: Sequence[Any]) -> list[PassageRow]:
+        return sort_rows([PassageRow.from_properties(r["props"], r["score"], r["mentions"]) for r in records])
+
+    async def vector_search(
+        self,
+        vector: np.ndarray,
+        k: int,
+        where: Mapping[str, Any] | None = None,
+        ids: Sequence[str] | None = None,
+    ) -> list[PassageRow]:
+        k = _check_k(k)
+        vec = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if self._dims is not None and vec.shape[0] != self._dims:
+            raise EmbeddingError(f"query vector has {vec.shape[0]} dimensions, the passages {self._dims}.")
+        if not np.isfinite(vec).all() or not np.linalg.norm(vec):
+            raise EmbeddingError("the query vector is zero or not finite; it cannot be compared.")
+        if k == 0 or (ids is not None and not ids):
+            return []
+        params: dict[str, Any] = {"vector": [float(x) for x in vec], "k": k}
+        cond = compile_cypher(where, "c", params)
+        if ids is not None:
+            params["ids"] = list(dict.fromkeys(ids))
+            cond = f"c.id IN $ids AND {cond}"
+        query = (
+            f"MATCH (c:Chunk) WHERE {cond}\n"
+            "WITH c, vector.similarity.cosine(c.embedding, $vector) AS score\n"
+            "ORDER BY score DESC, c.id ASC LIMIT $k\n" + _ROW
+        )
+        res = await self._read(query, params, "searching chunks by vector")
+        return self._rows(res.records)
+
+    async def keyword_search(self, text: str, k: int, where: Mapping[str, Any] | None = None) -> list[PassageRow]:
+        k = _check_k(k)
+        if not isinstance(text, str):
+            raise InvalidInputError(f"keyword_search() takes str, got {type(text).__name__}.")
+        validate_filter(where)
+        lucene = lucene_query(text)
+        if k == 0 or not lucene:
+            return []
+        params: dict[str, Any] = {"index": FULLTEXT_INDEX, "query": lucene, "k": k}
+        cond = compile_cypher(where, "c", params)
+        query = (
+            "CALL db.index.fulltext.queryNodes($index, $query) YIELD node, score\n"
+            f"WITH node AS c, score WHERE c:Chunk AND {cond}\n"
+            "WITH c, score ORDER BY score DESC, c.id ASC LIMIT $k\n" + _ROW
+        )
+        res = await self._read(query, params, "searching chunks by keyword")
+        return self._rows(res.records)
+
+    async def chunk_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        if not ids:
+            return {}
+        res = await self._read(
+            "UNWIND $ids AS id MATCH (c:Chunk {id: id}) RETURN c.id AS id, c.embedding AS embedding",
+            {"ids": list(dict.fromkeys(ids))},
+            "reading chunk vectors",
+        )
+        return {r["id"]: np.asarray(r["embedding"], dtype=np.float32) for r in res.records}
+
+    async def get_chunks(self, ids: Sequence[str]) -> list[PassageRow]:
+        if not ids:
+            return []
+        res = await self._read(
+            "UNWIND $ids AS id MATCH (c:Chunk {id: id}) WITH c, 0.0 AS score\n" + _ROW,
+            {"ids": list(dict.fromkeys(ids))},
+            "reading chunks",
+        )
+        found = {r["id"]: PassageRow.from_properties(r["props"], r["score"], r["mentions"]) for r in res.records}
+        return [found[i] for i in dict.fromkeys(ids) if i in found]
+
+    async def mentioned_by(self, entity_ids: Sequence[str], where: Mapping[str, Any] | None) -> set[str]:
+        if not entity_ids:
+            return set()
+        params: dict[str, Any] = {"ids": list(dict.fromkeys(entity_ids))}
+        cond = compile_cypher(where, "c", params)
+        res = await self._read(
+            f"MATCH (c:Chunk)-[:MENTIONS]->(e:{ENTITY}) WHERE e.id IN $ids AND {cond} RETURN DISTINCT e.id AS id",
+            params,
+            "reading mentioned entities",
+        )
+        return {r["id"] for r in res.records}
+
+    async def entities(self) -> list[tuple[str, str, dict[str, Any]]]:
+        res = await self._read(
+            f"MATCH (n:{ENTITY}) RETURN n.id AS id, n {{.*, embedding: null}} AS props ORDER BY id",
+            {},
+            "reading entity names",
+        )
+        out = []
+        for r in res.records:
+            props = {k: v for k, v in (r["props"] or {}).items() if v is not None and k != "embedding"}
+            out.append((str(r["id"]), str(props.get("label", "")), props))
+        return out
+
+    async def chunk_texts(self, after: str | None, limit: int) -> list[tuple[str, str]]:
+        res = await self._read(
+            "MATCH (c:Chunk) WHERE $after IS NULL OR c.id > $after "
+            "RETURN c.id AS id, c.text AS text ORDER BY id LIMIT $limit",
+            {"after": after, "limit": max(0, int(limit))},
+            "reading chunk texts",
+        )
+        return [(r["id"], r["text"]) for r in res.records]
+
+    async def list_documents(
+        self,
+        *,
+        ids: Sequence[str] | None = None,
+        sources: Sequence[str] | None = None,
+        origins: Sequence[str] | None = None,
+    ) -> list[DocumentRecord]:
+        res = await self._read(
+            "MATCH (d:Document) WHERE ($ids IS NULL OR d.id IN $ids) AND ($sources IS NULL OR d.source IN $sources) "
+            "AND ($origins IS NULL OR d.origin IN $origins) RETURN d {.*} AS props ORDER BY d.id",
+            {
+                "ids": None if ids is None else list(ids),
+                "sources": None if sources is None else list(sources),
+                "origins": None if origins is None else list(origins),
+            },
+            "listing documents",
+        )
+        return [DocumentRecord.from_properties(r["props"]) for r in res.records]
+
+    async def counts(self) -> dict[str, int]:
+        res = await self._read(
+            "CALL () { MATCH (d:Document) RETURN count(d) AS documents } "
+            "CALL () { MATCH (c:Chunk) RETURN count(c) AS chunks } "
+            "CALL () { MATCH (:Chunk)-[m:MENTIONS]->() RETURN count(m) AS mentions } "
+            "RETURN documents, chunks, mentions",
+            {},
+            "counting passages",
+        )
+        rec = res.records[0]
+        return {"documents": int(rec["documents"]), "chunks": int(rec["chunks"]), "mentions": int(rec["mentions"])}
+
+
+def _props(fixed: dict[str, Any], metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """Node properties: the fixed ones plus the flattened, filterable ``meta__*`` metadata."""
+    props: dict[str, Any] = dict(flatten_metadata(metadata))
+    props.update(fixed)
+    return props
+
+
+def _check_k(k: Any) -> int:
+    if not isinstance(k, int) or isinstance(k, bool) or k < 0:
+        raise InvalidInputError(f"k must be an int >= 0, got {k!r}.")
+    return k

@@ -1,0 +1,376 @@
+"""The passage pipeline: load -> split -> embed -> write -> link ``MENTIONS``.
+
+:class:`EntityMatcher` finds known entities in text: the normalized key-field
+text of each entity (``Entity.search_text()``, plus every string of an
+``aliases: list[str]`` field when the model has one) is matched as whole words
+in the normalized text (:func:`kag.rag.embedders.normalize_text`: casefolded,
+accents stripped). Matching is leftmost-longest and non-overlapping, so
+"New York" inside a chunk links ``New York`` and not also ``York``.
+
+:class:`PassageIndexer` turns sources into graph passages. Document ids are
+content hashes (source + text), so indexing the same content twice is a no-op
+(``IndexReport.skipped``), and a file whose content changed gets a new id and
+replaces the old version.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pydantic
+
+from kag.datamodels.base import Entity
+from kag.datamodels.documents import Document
+from kag.datamodels.schema import GraphSchema
+from kag.errors import InvalidInputError, LoaderError, SchemaError
+from kag.graph.base import unflatten
+from kag.graph.passages import ChunkRecord, DocumentRecord, Mention, PassageStore
+from kag.knowledge.base import KnowledgeBase
+from kag.rag.embedders import normalize_text, words
+from kag.rag.loaders import AutoLoader, LoadFailure, Source, find_title
+from kag.rag.splitter import RecursiveCharacterSplitter
+
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://\S*$")
+_INLINE_MAX_PATH = 4096
+_HAS_WORD = re.compile(r"\w", re.UNICODE)
+MIN_NAME_CHARS = 2
+
+
+# --------------------------------------------------------------------------- reports
+
+
+@dataclass
+class IndexReport:
+    """What an indexing run did.
+
+    ``documents``/``chunks``/``mentions``: written; ``skipped``: documents
+    already indexed with the same content; ``deleted``: stale documents removed;
+    ``errors``: sources that could not be loaded.
+    """
+
+    documents: int = 0
+    chunks: int = 0
+    mentions: int = 0
+    skipped: int = 0
+    deleted: int = 0
+    errors: list[LoadFailure] = field(default_factory=list)
+
+    def __iadd__(self, other: IndexReport) -> IndexReport:
+        self.documents += other.documents
+        self.chunks += other.chunks
+        self.mentions += other.mentions
+        self.skipped += other.skipped
+        self.deleted += other.deleted
+        self.errors.extend(other.errors)
+        return self
+
+    @property
+    def ok(self) -> bool:
+        """True when every source loaded."""
+        return not self.errors
+
+
+# --------------------------------------------------------------------------- entity names
+
+
+def entity_names(schema: GraphSchema, label: str, props: Mapping[str, Any]) -> list[str]:
+    """Names an entity is recognized by: its ``search_text()`` plus its ``aliases``, if any.
+
+    Entities whose label the schema does not declare fall back to a ``name``
+    property.
+    """
+    try:
+        model = schema.entity_model(label)
+    except SchemaError:
+        name = props.get("name")
+        return [name] if isinstance(name, str) else []
+    try:
+        entity = model.model_validate(unflatten(model, dict(props)))
+    except pydantic.ValidationError:
+        return []
+    return names_of(entity)
+
+
+def names_of(entity: Entity) -> list[str]:
+    """``entity.search_text()`` first, then the strings of its ``aliases`` field (if the model has one)."""
+    names = [entity.search_text()]
+    aliases = getattr(entity, "aliases", None) if "aliases" in type(entity).model_fields else None
+    if isinstance(aliases, list | tuple):
+        names.extend(a for a in aliases if isinstance(a, str) and a not in names)
+    return names
+
+
+@dataclass(frozen=True)
+class EntityRef:
+    """An entity found in text: id, label, the normalized name that matched, and its key text."""
+
+    id: str
+    label: str
+    name: str
+    text: str
+
+
+class EntityMatcher:
+    """Whole-word, leftmost-longest matching of known entity names in text.
+
+    ``entries`` are ``(entity_id, label, names)``; the first name is the
+    entity's key text (``search_text()``), the others aliases.
+    """
+
+    def __init__(self, entries: Iterable[tuple[str, str, Sequence[str]]] = ()) -> None:
+        # first word -> {word tuple -> [(entity id, label, normalized name, key text)]}
+        self._index: dict[str, dict[tuple[str, ...], list[tuple[str, str, str, str]]]] = {}
+        self._max_words = 0
+        self._size = 0
+        for entity_id, label, names in entries:
+            for name in names:
+                self.add(entity_id, label, name, names[0])
+
+    def __len__(self) -> int:
+        """Number of (entity, name) pairs."""
+        return self._size
+
+    def add(self, entity_id: str, label: str, name: str, text: str | None = None) -> None:
+        """Recognize ``name`` as entity ``entity_id`` (names under 2 characters are ignored)."""
+        norm = normalize_text(name)
+        tokens = tuple(words(norm))
+        if len(norm) < MIN_NAME_CHARS or not tokens:
+            return
+        bucket = self._index.setdefault(tokens[0], {}).setdefault(tokens, [])
+        if any(e[0] == entity_id for e in bucket):
+            return
+        bucket.append((entity_id, label, norm, name if text is None else text))
+        self._max_words = max(self._max_words, len(tokens))
+        self._size += 1
+
+    def find(self, text: str) -> list[EntityRef]:
+        """Entities named in ``text``, in order of first occurrence (each once)."""
+        if not self._size:
+            return []
+        norm = normalize_text(text)
+        tokens = words(norm)
+        found: dict[str, EntityRef] = {}
+        i = 0
+        while i < len(tokens):
+            options = self._index.get(tokens[i])
+            matched = 0
+            if options:
+                for n in range(min(self._max_words, len(tokens) - i), 0, -1):
+                    entries = options.get(tuple(tokens[i : i + n]))
+                    if not entries:
+                        continue
+                    hits = [e for e in entries if _confirm(e[2], norm)]
+                    if hits:
+                        for entity_id, label, name, key_text in hits:
+                            found.setdefault(entity_id, EntityRef(entity_id, label, name, key_text))
+                        matched = n
+                        break
+            i += matched or 1
+        return list(found.values())
+
+    def entity_ids(self, text: str) -> list[str]:
+        """Ids of the entities named in ``text``."""
+        return [ref.id for ref in self.find(text)]
+
+
+def _confirm(name: str, norm_text: str) -> bool:
+    """Names with punctuation ("C++", "U.S.") must also occur verbatim, on word boundaries."""
+    if " ".join(words(name)) == name:
+        return True
+    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", norm_text) is not None
+
+
+async def build_matcher(store: PassageStore, schema: GraphSchema) -> EntityMatcher:
+    """A matcher over every entity in the graph."""
+    rows = await store.entities()
+    return EntityMatcher((eid, label, entity_names(schema, label, props)) for eid, label, props in rows)
+
+
+# --------------------------------------------------------------------------- loading
+
+
+@dataclass(frozen=True)
+class LoadedDocument:
+    """A loaded document and the added source it came from."""
+
+    document: Document
+    origin: str
+    origin_kind: str
+
+
+def origin_of(source: Source) -> tuple[str, str]:
+    """``(origin, kind)`` of an added source; ``kind`` is path, url, text, document or bytes."""
+    if isinstance(source, Document):
+        return source.source, "document"
+    if isinstance(source, bytes | bytearray):
+        return "bytes", "bytes"
+    if isinstance(source, Path):
+        return str(source.expanduser().resolve()), "path"
+    if isinstance(source, str):
+        stripped = source.strip()
+        if _URL.match(stripped):
+            return stripped, "url"
+        if "\n" in source or len(source) > _INLINE_MAX_PATH:
+            return "inline", "text"
+        path = Path(source).expanduser()
+        try:
+            if path.exists():
+                return str(path.resolve()), "path"
+        except (OSError, ValueError):
+            pass
+        if "/" in stripped or "\\" in stripped:
+            return str(path.resolve()), "path"  # a missing path: the loader reports it
+        return "inline", "text"
+    raise InvalidInputError(f"cannot index a {type(source).__name__}; pass paths, URLs, text, bytes or Documents.")
+
+
+def as_sources(sources: Source | Iterable[Source] | None) -> list[Source]:
+    """``sources`` as a list (one source or many)."""
+    if sources is None:
+        return []
+    if isinstance(sources, Document | Path | str | bytes | bytearray):
+        return [sources]
+    return list(sources)
+
+
+async def load_sources(loader: AutoLoader, sources: Sequence[Source]) -> tuple[list[LoadedDocument], list[LoadFailure]]:
+    """Load every source (concurrently), remembering where each document came from."""
+
+    async def one(source: Source) -> tuple[list[LoadedDocument], list[LoadFailure]]:
+        origin, kind = origin_of(source)
+        result = await loader.load_with_report(source)
+        return [LoadedDocument(d, origin, kind) for d in result.documents], list(result.errors)
+
+    docs: list[LoadedDocument] = []
+    errors: list[LoadFailure] = []
+    seen: set[str] = set()
+    for found, failed in await asyncio.gather(*(one(s) for s in sources)):
+        for item in found:
+            if item.document.id not in seen:
+                seen.add(item.document.id)
+                docs.append(item)
+        errors.extend(failed)
+    return docs, errors
+
+
+def failure(source: str, message: str) -> LoadFailure:
+    """A ``LoadFailure`` for ``source``."""
+    return LoadFailure(source=source, error=LoaderError(message))
+
+
+# --------------------------------------------------------------------------- indexing
+
+
+class PassageIndexer:
+    """Splits, embeds and writes documents as passages of ``kb``, linking mentions."""
+
+    def __init__(
+        self,
+        kb: KnowledgeBase,
+        store: PassageStore,
+        splitter: RecursiveCharacterSplitter,
+        *,
+        batch_chunks: int = 512,
+    ) -> None:
+        if batch_chunks < 1:
+            raise InvalidInputError("batch_chunks must be >= 1.")
+        self.kb = kb
+        self.store = store
+        self.splitter = splitter
+        self.batch_chunks = batch_chunks
+
+    async def index(self, items: Sequence[LoadedDocument], matcher: EntityMatcher) -> IndexReport:
+        """Write the documents not stored yet; replace older versions of path/URL sources."""
+        report = IndexReport()
+        if not items:
+            return report
+        existing = {d.id for d in await self.store.list_documents(ids=[i.document.id for i in items])}
+        fresh = [i for i in items if i.document.id not in existing]
+        report.skipped = len(items) - len(fresh)
+        # a file or URL that changed has a new id: its older versions are stale
+        replaceable = sorted({i.document.source for i in fresh if i.origin_kind in ("path", "url")})
+        batch: list[LoadedDocument] = []
+        size = 0
+        for item in fresh:
+            batch.append(item)
+            size += max(1, len(item.document.text) // max(1, self.splitter.chunk_size))
+            if size >= self.batch_chunks:
+                report += await self._write(batch, matcher)
+                batch, size = [], 0
+        if batch:
+            report += await self._write(batch, matcher)
+        if replaceable:  # deleted after the new versions are written, so a failure loses nothing
+            new_ids = {i.document.id for i in fresh}
+            stale = [d.id for d in await self.store.list_documents(sources=replaceable) if d.id not in new_ids]
+            report.deleted += await self.store.delete_documents(stale)
+        return report
+
+    async def _write(self, items: Sequence[LoadedDocument], matcher: EntityMatcher) -> IndexReport:
+        # a chunk without a single word (a rule line, a table border) has nothing to find
+        chunks = [c for c in self.splitter.split_documents([i.document for i in items]) if _HAS_WORD.search(c.text)]
+        vectors = await self.kb.embed([c.text for c in chunks])
+        per_doc: dict[str, int] = {}
+        for c in chunks:
+            per_doc[c.document_id] = per_doc.get(c.document_id, 0) + 1
+        docs: list[DocumentRecord] = []
+        titles: dict[str, str] = {}
+        for item in items:
+            doc = item.document
+            title = str(doc.metadata.get("title") or find_title(doc.text) or Path(doc.source).name or doc.source)
+            titles[doc.id] = title
+            docs.append(
+                DocumentRecord(
+                    id=doc.id,
+                    source=doc.source,
+                    title=title,
+                    text_hash=hashlib.sha256(doc.text.encode("utf-8", "surrogatepass")).hexdigest(),
+                    mime_type=doc.mime_type,
+                    origin=item.origin,
+                    origin_kind=item.origin_kind,
+                    metadata=dict(doc.metadata),
+                    chunk_count=per_doc.get(doc.id, 0),
+                )
+            )
+        sources = {i.document.id: i.document.source for i in items}
+        records: list[ChunkRecord] = []
+        mentions: list[Mention] = []
+        for c, vec in zip(chunks, vectors, strict=True):
+            meta = {"source": sources[c.document_id], **c.metadata}
+            records.append(
+                ChunkRecord(
+                    id=c.id,
+                    document_id=c.document_id,
+                    index=c.index,
+                    text=c.text,
+                    start=c.start,
+                    end=c.end,
+                    source=sources[c.document_id],
+                    title=titles[c.document_id],
+                    metadata=meta,
+                    embedding=vec,
+                )
+            )
+            mentions.extend((c.id, entity_id) for entity_id in matcher.entity_ids(c.text))
+        await self.store.write(docs, records, mentions)
+        return IndexReport(documents=len(docs), chunks=len(records), mentions=len(mentions))
+
+    async def relink(self, matcher: EntityMatcher, *, page: int = 1000) -> int:
+        """Link every stored chunk to the entities of ``matcher`` it mentions; return the links added."""
+        if not len(matcher):
+            return 0
+        added = 0
+        after: str | None = None
+        while True:
+            rows = await self.store.chunk_texts(after, page)
+            if not rows:
+                return added
+            links = [(cid, eid) for cid, text in rows for eid in matcher.entity_ids(text)]
+            if links:
+                added += await self.store.link(links)
+            after = rows[-1][0]
