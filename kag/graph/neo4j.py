@@ -101,8 +101,8 @@ class Neo4jGraphStore:
         if isinstance(exc, (*_RETRYABLE, nx.DriverError)) and not isinstance(exc, nx.Neo4jError):
             return BackendUnavailableError(
                 f"cannot reach Neo4j at {self.uri} while {what} ({type(exc).__name__}: {exc}). "
-                "Is the server running? Start it with `make neo4j-start` or check NEO4J_URI; "
-                "writes are idempotent, so re-run the same ingest once it is back."
+                "Is the server running? Start it with `make neo4j-start` or check NEO4J_URI. "
+                "Writes are idempotent: an interrupted ingest can simply be re-run once it is back."
             )
         if isinstance(exc, nx.TransientError):
             return BackendUnavailableError(f"Neo4j stayed busy while {what}: {exc}. Retry later.")
@@ -141,6 +141,10 @@ class Neo4jGraphStore:
         self._entity_labels = tuple(entity_labels)
         self._relation_labels = tuple(relation_labels)
         dims = int(dimensions)
+        try:  # fail fast on a server that is down or refuses us, before any retrying query
+            await self.driver.verify_connectivity()
+        except (*_RETRYABLE, nx.DriverError, nx.Neo4jError) as exc:
+            raise self._translate(exc, "connecting") from exc
         statements = [f"CREATE CONSTRAINT kag_entity_id IF NOT EXISTS FOR (n:{quote(ENTITY)}) REQUIRE n.id IS UNIQUE"]
         for label in entity_labels:
             statements.append(

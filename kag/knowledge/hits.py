@@ -45,10 +45,16 @@ class TripletHit:
         return "".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
+        """The fact as JSON: ``subject``/``object`` follow the relation's own direction.
+
+        (The attributes follow the search pattern instead: for a bidirectional match
+        ``hit.subject`` is the entity that matched the subject side; ``path`` keeps that order.)
+        """
+        rel = self.relation
         return {
-            "subject": self.subject.to_dict(),
-            "relation": self.relation.properties() | {"label": self.relation.label} if self.relation else None,
-            "object": self.object.to_dict() if self.object else None,
+            "subject": (rel.subj if rel else self.subject).to_dict(),
+            "relation": rel.properties() | {"label": rel.label} if rel else None,
+            "object": rel.obj.to_dict() if rel else None,
             "score": self.score,
             "text": self.text(),
             "path": [e.to_dict() for e in self.path],

@@ -1,0 +1,525 @@
+"""The ``kag`` command line: ``kag demo | ingest | query | search | stats | serve``.
+
+Every command that works on a knowledge base takes ``--kb URI`` (``memory://``,
+``memory://path/kb.json``, ``neo4j://host:7687``; default ``$KAG_KB`` or
+``memory://``) and ``--schema SPEC`` (``package.module:ATTR`` or
+``package.module`` with ``ENTITY_MODELS``/``RELATION_MODELS``; default the
+world-geography models of :mod:`kag.examples.world`). Neo4j credentials come
+from ``NEO4J_USER`` / ``NEO4J_PASSWORD`` / ``NEO4J_DATABASE``. ``--lm`` is
+``lexical`` (offline, default), ``openai:MODEL[@BASE_URL]`` (key in
+``$OPENAI_API_KEY``) or ``ollama:MODEL[@BASE_URL]``.
+
+Exit codes: 0 ok; 1 runtime failure (``error: <message>`` on stderr, no
+traceback); 2 usage error (bad arguments, ``--schema``, ``--kb``, label).
+A ``memory://path.json`` knowledge base is saved after ``ingest``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from kag.errors import KagError
+from kag.rag.loaders import Source
+from kag.server.config import EXAMPLE_SCHEMAS, Service, UsageError, default_kb_uri
+
+__all__ = ["build_parser", "main"]
+
+_DESCRIPTION = "kag: typed knowledge graphs, triplet search compiled to Cypher, RAG on the same graph."
+
+
+# --------------------------------------------------------------------------- parser
+
+
+def _kb_options(parser: argparse.ArgumentParser, *, lm: bool = False, example: bool = True) -> None:
+    parser.add_argument(
+        "--kb",
+        metavar="URI",
+        default=None,
+        help="knowledge base: memory://, memory://path/kb.json or neo4j://host:7687 (default: $KAG_KB or memory://)",
+    )
+    parser.add_argument(
+        "--schema",
+        metavar="SPEC",
+        default=None,
+        help="models: package.module:ATTR (list of Entity/Relation classes) or package.module "
+        "with ENTITY_MODELS/RELATION_MODELS (default: kag.examples.world)",
+    )
+    if example:
+        parser.add_argument(
+            "--example",
+            choices=sorted(EXAMPLE_SCHEMAS),
+            default=None,
+            help="load a bundled example dataset first (its schema is the default --schema)",
+        )
+    if lm:
+        parser.add_argument(
+            "--lm",
+            metavar="SPEC",
+            default="lexical",
+            help="language model: lexical (offline, default), openai:MODEL[@BASE_URL], ollama:MODEL[@BASE_URL]",
+        )
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+    return value
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be in 0..65535, got {value}")
+    return value
+
+
+def _unit(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {value}")
+    return value
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({exc.msg})") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError('expected a JSON object such as \'{"lang": "en"}\'')
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``kag``."""
+    from kag import __version__
+
+    parser = argparse.ArgumentParser(prog="kag", description=_DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"kag {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log to stderr")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    demo = sub.add_parser("demo", help="answer geography questions over the bundled world graph (offline)")
+    demo.add_argument("questions", nargs="*", metavar="QUESTION", help="questions (default: the demo's)")
+
+    ingest = sub.add_parser("ingest", help="load files, directories or URLs into a knowledge base")
+    ingest.add_argument("sources", nargs="*", metavar="SOURCE", help="files, directories or http(s) URLs")
+    _kb_options(ingest, lm=True)
+    ingest.add_argument("--text", action="append", default=[], metavar="TEXT", help="inline text (repeatable)")
+    ingest.add_argument(
+        "--extract", action="store_true", help="extract entities and relations from the chunks with --lm (a real model)"
+    )
+    ingest.add_argument(
+        "--chunk-size", type=_positive_int, default=1000, metavar="N", help="characters per chunk (default 1000)"
+    )
+    ingest.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    query = sub.add_parser("query", help="answer a question: Input -> KnowledgeRetriever -> Generator")
+    query.add_argument("question")
+    _kb_options(query, lm=True)
+    query.add_argument("--k", type=_positive_int, default=10, metavar="N", help="facts to retrieve (default 10)")
+    query.add_argument(
+        "--threshold",
+        type=_unit,
+        default=None,
+        metavar="X",
+        help="similarity threshold in [0, 1] (default 0.9 lexical, 0.7 otherwise)",
+    )
+    query.add_argument("--max-hops", type=_positive_int, default=2, metavar="N", help="longest chain (default 2)")
+    query.add_argument(
+        "--mode",
+        choices=("graph", "rag"),
+        default="graph",
+        help="graph: triplet-search program (default); rag: answer from facts + passages with citations",
+    )
+    query.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    search = sub.add_parser("search", help="search facts and passages (or entities of one --label)")
+    search.add_argument("text")
+    _kb_options(search)
+    search.add_argument("--label", default=None, help="search entities of this label by similarity ('*': any)")
+    search.add_argument("--k", type=_positive_int, default=5, metavar="N", help="results per kind (default 5)")
+    search.add_argument(
+        "--where",
+        type=_json_object,
+        default=None,
+        metavar="JSON",
+        help='metadata filter on passages, e.g. \'{"source": "notes.md"}\'',
+    )
+    search.add_argument("--json", action="store_true", help="print the hits as JSON")
+
+    stats = sub.add_parser("stats", help="node and relation counts")
+    _kb_options(stats)
+    stats.add_argument("--json", action="store_true", help="print the counts as JSON")
+
+    serve = sub.add_parser("serve", help="serve the HTTP API and MCP (or MCP over stdio)")
+    _kb_options(serve, lm=True)
+    serve.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    serve.add_argument("--port", type=_port, default=8000, help="port (default 8000; 0 picks a free one)")
+    serve.add_argument(
+        "--max-body",
+        type=_positive_int,
+        default=1024 * 1024,
+        metavar="BYTES",
+        help="largest request body (default 1 MiB)",
+    )
+    serve.add_argument(
+        "--max-header",
+        type=_positive_int,
+        default=16 * 1024,
+        metavar="BYTES",
+        help="largest request head (default 16 KiB)",
+    )
+    serve.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="time allowed to receive a request (default 30)",
+    )
+    serve.add_argument("--name", default="knowledge", help="knowledge name; the MCP tool is search_<name>")
+    serve.add_argument("--description", default="", help="what the knowledge holds (shown to models)")
+    serve.add_argument(
+        "--source-root",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="let POST /ingest read files under DIR (default: URLs only)",
+    )
+    serve.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="browser Origin allowed besides localhost (repeatable)",
+    )
+    serve.add_argument("--no-mcp", action="store_true", help="do not serve MCP at /mcp")
+    serve.add_argument(
+        "--mcp-stdio",
+        action="store_true",
+        help="speak MCP (newline-delimited JSON-RPC) on stdin/stdout instead of HTTP",
+    )
+    return parser
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _service(args: argparse.Namespace, **options: Any) -> Service:
+    schema = args.schema
+    example = getattr(args, "example", None)
+    if schema is None and example is not None:
+        schema = EXAMPLE_SCHEMAS[example]
+    return Service.open(
+        args.kb if args.kb is not None else default_kb_uri(), schema, lm=getattr(args, "lm", None), **options
+    )
+
+
+async def _prepare(service: Service, args: argparse.Namespace, err: TextIO) -> None:
+    example = getattr(args, "example", None)
+    if example is not None:
+        result = await service.load_example(example)
+        print(f"loaded example {example!r}: {result['entities']} entities, {result['relations']} relations", file=err)
+
+
+def _one_line(text: str, limit: int = 160) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def _pattern(search: dict[str, Any] | None) -> str:
+    if not search:
+        return "(none)"
+    parts = []
+    for i, hop in enumerate(search.get("hops", [search])):
+        subj = f'({hop.get("subject_label", "*")} "{hop.get("subject_similarity_search", "*")}")'
+        obj = f'({hop.get("object_label", "*")} "{hop.get("object_similarity_search", "*")}")'
+        rel = hop.get("relation_label", "*")
+        arrow = f"-[{rel}]-" if hop.get("bidirectional") else f"-[{rel}]->"
+        flags = [f for f in ("negated", "count") if hop.get(f)]
+        parts.append((subj if i == 0 else "") + arrow + obj + (f" {{{', '.join(flags)}}}" if flags else ""))
+    return "".join(parts)
+
+
+def _counts_line(counts: dict[str, int]) -> str:
+    labels = ", ".join(f"{k} {v}" for k, v in counts.items() if k not in ("nodes", "relations"))
+    line = f"{counts.get('nodes', 0)} nodes, {counts.get('relations', 0)} relations"
+    return line + (f" ({labels})" if labels else "")
+
+
+def _print_json(data: Any, out: TextIO) -> None:
+    print(json.dumps(data, indent=2, ensure_ascii=False, default=str), file=out)
+
+
+def _as_source(text: str) -> Source:
+    if "://" in text:
+        return text  # a URL: the loader checks the scheme and the address
+    path = Path(text).expanduser()
+    if not path.exists():
+        raise UsageError(f"source not found: {text}")
+    return path
+
+
+# --------------------------------------------------------------------------- commands
+
+
+async def _ingest(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    sources = [_as_source(s) for s in args.sources]
+    if not sources and not args.text and args.example is None:
+        raise UsageError("nothing to ingest: give SOURCE paths/URLs, --text or --example.")
+    service = _service(args, chunk_size=args.chunk_size)
+    try:
+        await _prepare(service, args, err)
+        report: dict[str, Any] = {"kb": service.kb.uri}
+        if sources or args.text:
+            if args.extract and service.lm_spec.kind == "lexical":
+                print(
+                    "note: the lexical model cannot extract facts from text; "
+                    "use --lm openai:MODEL or --lm ollama:MODEL with --extract.",
+                    file=err,
+                )
+            report.update(await service.ingest(texts=args.text, sources=sources, extract=args.extract))
+        else:
+            report["counts"] = await service.counts()
+            saved = service.persist()
+            if saved:
+                report["saved"] = saved
+    finally:
+        await service.aclose()
+    errors = report.get("passages", {}).get("errors", [])
+    if args.json:
+        _print_json(report, out)
+    else:
+        print(f"ingested into {report['kb']}", file=out)
+        if "passages" in report:
+            p = report["passages"]
+            print(
+                f"  passages  : {p['documents']} document(s), {p['chunks']} chunk(s), "
+                f"{p['mentions']} mention link(s), {p['skipped']} unchanged",
+                file=out,
+            )
+        if "extraction" in report:
+            x = report["extraction"]
+            print(
+                f"  extraction: {x['chunks']} chunk(s) with {x['model']}: {x['entities']} entities, "
+                f"{x['relations']} relations, {x['merged']} merged, {len(x['unresolved'])} unresolved, "
+                f"{len(x['failed_chunks'])} failed",
+                file=out,
+            )
+            for item in x["unresolved"][:10]:
+                print(f"    unresolved {item['label']}: {item['reason']}", file=out)
+        print(f"  counts    : {_counts_line(report['counts'])}", file=out)
+        if report.get("saved"):
+            print(f"  saved     : {report['saved']}", file=out)
+        elif service.kb.uri == "memory://":
+            print("  note      : memory:// is not persisted; use --kb memory://path/kb.json", file=out)
+    for item in errors:
+        print(f"error: could not load {item['source']}: {item['error']}", file=err)
+    return 1 if errors else 0
+
+
+async def _query(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    service = _service(args)
+    try:
+        await _prepare(service, args, err)
+        result = await service.ask(
+            args.question, k=args.k, threshold=args.threshold, max_hops=args.max_hops, mode=args.mode
+        )
+    finally:
+        await service.aclose()
+    if args.json:
+        _print_json(result, out)
+        return 0
+    if result["mode"] == "rag":
+        for i, hit in enumerate(result["hits"], 1):
+            print(f"[{i}] {hit['kind']} {hit['score']:.2f} {_one_line(hit['text'])}", file=out)
+        print(f"answer : {result['answer']}", file=out)
+        cited = ", ".join(c["label"] for c in result["citations"]) or "(none)"
+        print(f"cited  : {cited}", file=out)
+        return 0
+    print(f"search : {_pattern(result['search'])}", file=out)
+    print("cypher :", file=out)
+    for line in (result["cypher"] or "").splitlines():
+        print(f"   {line}", file=out)
+    if result["count"] is not None:
+        print(f"count  : {result['count']}", file=out)
+    else:
+        facts = result["facts"]
+        print("facts  :" + ("" if facts else " (none)"), file=out)
+        for fact in facts:
+            print(f"   {fact['text']}  (score {fact['score']:.2f})", file=out)
+    print(f"answer : {result['answer']}", file=out)
+    return 0
+
+
+async def _search(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    service = _service(args)
+    try:
+        if args.label is not None and args.where is not None:
+            raise UsageError("--where filters passages; it cannot be combined with --label (an entity search).")
+        if args.label is not None:
+            try:
+                service.check_label(args.label)
+            except KagError as exc:
+                raise UsageError(f"--label: {exc}") from None
+        await _prepare(service, args, err)
+        hits = await service.search(args.text, k=args.k, label=args.label, where=args.where)
+    finally:
+        await service.aclose()
+    if args.json:
+        _print_json(hits, out)
+        return 0
+    if not hits:
+        print("no results", file=out)
+    for i, hit in enumerate(hits, 1):
+        where = "" if hit["kind"] != "passage" else f" {hit['source']}:"
+        print(f"{i:>3}. [{hit['kind']} {hit['score']:.3f}]{where} {_one_line(hit['text'])}", file=out)
+    return 0
+
+
+async def _stats(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    service = _service(args)
+    try:
+        await _prepare(service, args, err)
+        health = await service.health()
+    finally:
+        await service.aclose()
+    if args.json:
+        _print_json(health, out)
+        return 0
+    print(f"{health['uri']} ({health['backend']})", file=out)
+    width = max((len(k) for k in health["counts"]), default=5)
+    for key, value in health["counts"].items():
+        print(f"  {key:<{width}}  {value}", file=out)
+    return 0
+
+
+def _stop_event() -> asyncio.Event:
+    """An event set by SIGINT/SIGTERM (where the loop supports signal handlers)."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+async def _serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from kag.server.app import LOCAL_HOSTS, create_app
+    from kag.server.http import HTTPServer
+    from kag.server.mcp import MCPServer
+
+    service = _service(args, name=args.name, description=args.description, source_roots=args.source_root)
+    try:
+        await _prepare(service, args, err)
+        await service.knowledge.ready()
+        stop = _stop_event()
+        if args.mcp_stdio:
+            print(f"kag: MCP on stdio for {service.kb.uri} (tool search_{args.name})", file=err)
+            stdio = asyncio.create_task(MCPServer(service, max_message_bytes=args.max_body).serve_stdio())
+            stopping = asyncio.create_task(stop.wait())
+            await asyncio.wait({stdio, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            for task in (stdio, stopping):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            return 0
+        local = args.host in LOCAL_HOSTS or args.host.startswith("127.")
+        app = create_app(
+            service,
+            mcp=not args.no_mcp,
+            allowed_origins=args.allow_origin,
+            allowed_hosts=LOCAL_HOSTS | {args.host} if local else None,  # public bind: no Host check
+        )
+        server = HTTPServer(
+            app,
+            args.host,
+            args.port,
+            max_body_bytes=args.max_body,
+            max_header_bytes=args.max_header,
+            request_timeout=args.timeout,
+        )
+        await server.start()
+        mcp = "" if args.no_mcp else f", MCP at {server.url}/mcp"
+        print(f"kag serving {service.kb.uri} on {server.url}{mcp}", file=out, flush=True)
+        print(f"port {server.port}", file=out, flush=True)
+        serving = asyncio.create_task(server.serve_forever())
+        try:
+            await stop.wait()
+        finally:
+            print("kag: shutting down", file=err, flush=True)
+            await server.close()
+            serving.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await serving
+        return 0
+    finally:
+        await service.aclose()
+
+
+_COMMANDS = {"ingest": _ingest, "query": _query, "search": _search, "stats": _stats, "serve": _serve}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``kag`` with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    except SystemExit as exc:  # argparse: --help/--version (0) or a usage error (2)
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        stream=sys.stderr,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    if not args.verbose:  # the Neo4j driver logs every retry; the final error is reported once below
+        logging.getLogger("neo4j").setLevel(logging.CRITICAL)
+    out, err = sys.stdout, sys.stderr
+    try:
+        if args.command == "demo":
+            from kag.demo import main as demo_main
+
+            return int(demo_main(args.questions))
+        return asyncio.run(_COMMANDS[args.command](args, out, err))
+    except UsageError as exc:
+        print(f"kag {args.command}: error: {exc}", file=err)
+        return 2
+    except KagError as exc:
+        print(f"error: {exc}", file=err)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=err)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
