@@ -371,33 +371,29 @@ class KnowledgeExtractor(Module):
         relations: list[Relation] = []
         for item in extracted.relations:
             subj_ref, obj_ref = item["subject"], item["object"]
-            subj, obj = await resolver.lookup(subj_ref), await resolver.lookup(obj_ref)
-            if subj is None or obj is None:
-                missing = subj_ref if subj is None else obj_ref
+
+            def unresolved(reason: str, item: dict[str, Any] = item) -> None:
                 report.unresolved.append(
                     UnresolvedRelation(
                         chunk_id=extracted.chunk_id,
                         label=item["label"],
-                        subject=subj_ref,
-                        object=obj_ref,
-                        reason=f"no {missing.label} named {missing.name!r} in the passage or the knowledge base",
+                        subject=item["subject"],
+                        object=item["object"],
+                        reason=reason[:500],
                     )
                 )
+
+            subj, obj = await resolver.lookup(subj_ref), await resolver.lookup(obj_ref)
+            if subj is None or obj is None:
+                missing = subj_ref if subj is None else obj_ref
+                unresolved(f"no {missing.label} named {missing.name!r} in the passage or the knowledge base")
                 continue
             spec = self.schema.relation_spec(item["label"])
             props = {k: v for k, v in item.items() if k not in ("subject", "object") and v is not None}
             try:
                 relations.append(spec.model.model_validate({**props, "subj": subj, "obj": obj}))
             except pydantic.ValidationError as exc:
-                report.unresolved.append(
-                    UnresolvedRelation(
-                        chunk_id=extracted.chunk_id,
-                        label=item["label"],
-                        subject=subj_ref,
-                        object=obj_ref,
-                        reason=f"invalid relation: {exc}"[:500],
-                    )
-                )
+                unresolved(f"invalid relation: {exc}")
         items: list[Entity | Relation] = [*resolved, *relations]
         sources: dict[str, list[str]] = {x.id: [extracted.chunk_id] for x in items}
         for rel in relations:  # endpoints found by lookup were mentioned here too
