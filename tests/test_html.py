@@ -59,3 +59,20 @@ async def test_subgraph_view(kb: kag.KnowledgeBase) -> None:
 
 def test_empty_view() -> None:
     assert "empty" in SubgraphView()._repr_html_()
+
+
+async def test_search_hits_and_answers_render() -> None:
+    from kag.examples.seed import ENTITY_MODELS, RELATION_MODELS, City, Country, IsCapitalOf
+
+    knowledge = kag.create_knowledge(
+        "memory://", name="geo", entity_models=ENTITY_MODELS, relation_models=RELATION_MODELS
+    )
+    await knowledge.upsert([IsCapitalOf(subj=City(name="Paris"), obj=Country(name="France"))])
+    await knowledge.add_text("Paris <b>is</b> the capital of France.", source="p.md")
+    hits = await knowledge.search("capital of France", k=3)
+    assert {h.kind for h in hits} == {"fact", "passage"}
+    passage = next(h for h in hits if h.kind == "passage")
+    assert "&lt;b&gt;is&lt;/b&gt;" in passage._repr_html_() and "p.md" in passage._repr_html_()
+    answer = await knowledge.ask("capital of France?", language_model=kag.LexicalLM(knowledge_base=knowledge.kb))
+    html = answer._repr_html_()
+    assert "<b>Q:</b> capital of France?" in html and "geo:1" in html and "cited" in html

@@ -41,6 +41,7 @@ from kag.errors import ConfigError, InvalidInputError, SchemaError
 from kag.graph.passages import DocumentRecord, PassageRow, PassageStore, passage_store_for
 from kag.knowledge.base import KnowledgeBase
 from kag.knowledge.hits import TripletHit
+from kag.knowledge.html import scored_table
 from kag.knowledge.passages import (
     EntityMatcher,
     EntityRef,
@@ -99,6 +100,9 @@ class SearchHit:
     metadata: dict[str, Any] = field(default_factory=dict)
     mentions: tuple[str, ...] = ()
     title: str = ""
+
+    def _repr_html_(self) -> str:
+        return scored_table(["kind", "source", "text"], [((self.kind, self.source, self.text[:300]), self.score)])
 
     @property
     def id(self) -> str:
