@@ -44,6 +44,30 @@ CELLS: list[tuple[str, str]] = [
     ("md", "## Entity similarity and a subgraph"),
     ("code", '(await kb.similarity_search("City", "Munich", k=3))[0]'),
     ("code", 'await kb.subgraph(Country(name="France"), depth=1)'),
+    (
+        "md",
+        "## A program: Input -> KnowledgeRetriever -> Generator\n"
+        "`LexicalLM` is the offline lexical matcher (not a language model); swap in "
+        "`kag.lm.OpenAICompatibleLM` or `kag.lm.OllamaLM` and the program stays the same.",
+    ),
+    (
+        "code",
+        "class Query(kag.DataModel):\n    query: str\n\n\n"
+        "class Answer(kag.DataModel):\n    answer: str\n\n\n"
+        "lm = kag.LexicalLM(knowledge_base=kb)\n"
+        "inputs = kag.Input(data_model=Query)\n"
+        "x = await kag.KnowledgeRetriever(knowledge_base=kb, language_model=lm)(inputs)\n"
+        "outputs = await kag.Generator(data_model=Answer, language_model=lm)(x)\n"
+        'program = kag.Program(inputs=inputs, outputs=outputs, name="qa")\n'
+        '(await program(Query(query="What is the capital of Italy?"))).answer',
+    ),
+    ("md", "## Facts and passages through one Knowledge tool"),
+    (
+        "code",
+        'knowledge = kag.Knowledge(kb, name="geo")\n'
+        'await knowledge.add_text("Rome, the capital of Italy, lies on the Tiber.", source="rome.md")\n'
+        'await knowledge.ask("What is the capital of Italy?", language_model=lm)',
+    ),
 ]
 
 

@@ -22,6 +22,8 @@ def test_explore_notebook_executes() -> None:
     assert "vector.similarity.cosine" in text  # the compiled Cypher
     assert "(3, ['Barcelona', 'Hamburg', 'Lyon', 'Marseille', 'Milan', 'Munich', 'Osaka'])" in text
     assert "'City': 12" in text
+    assert "'Rome (extractive answer" in text  # the program's answer
+    assert "rome.md" in html and "geo:1" in html  # the RAG answer with its citations
 
 
 def test_notebook_is_current() -> None:
