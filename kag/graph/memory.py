@@ -14,7 +14,7 @@ import json
 import os
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +30,46 @@ VERSION = 1
 
 
 @dataclass
+class _Adjacency:
+    """Edges of some relationship types as CSR by start node (and a permutation by end node).
+
+    Built once per (types, direction) after each write; a bidirectional hop holds
+    every relationship from both of its ends.
+    """
+
+    src: np.ndarray
+    dst: np.ndarray
+    rel: np.ndarray
+    fwd: np.ndarray
+    indptr: np.ndarray  # edges of start node i: [indptr[i], indptr[i + 1])
+    by_dst: np.ndarray  # edge positions ordered by end node
+    indptr_dst: np.ndarray
+
+
+@dataclass
 class _Index:
-    """Arrays derived from the graph; rebuilt after writes."""
+    """Arrays derived from the graph; rebuilt lazily after writes."""
 
     label_code: np.ndarray  # int32 per node position, -1 when deleted
     node_rank: np.ndarray  # rank of the node id in sorted order
     rel_rank: np.ndarray  # rank of the relation id in sorted order
     edges: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]  # type code -> (src, dst, rel)
+    rows: dict[tuple[str, ...], np.ndarray] = field(default_factory=dict)  # labels -> node positions
+    adjacency: dict[tuple[tuple[str, ...], bool], _Adjacency] = field(default_factory=dict)
+
+
+def _gather(indptr: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For CSR ``indptr``: (index into ``nodes``, edge position) of every edge of ``nodes``."""
+    starts = indptr[nodes]
+    counts = indptr[nodes + 1] - starts
+    total = int(counts.sum())
+    owner = np.repeat(np.arange(nodes.shape[0]), counts)
+    offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+    return owner, np.repeat(starts, counts) + offsets
+
+
+def _csr(keys: np.ndarray, n: int) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum(np.bincount(keys, minlength=n))]).astype(np.int64)
 
 
 class MemoryGraphStore:
@@ -51,7 +84,9 @@ class MemoryGraphStore:
         self._node_label: list[int] = []
         self._labels: dict[str, int] = {}
         self._label_names: list[str] = []
-        self._emb = np.zeros((0, 0), dtype=np.float32)
+        # float64, like Neo4j's LIST<FLOAT>: cosines (and so exact ties) come out the same on both
+        self._emb = np.zeros((0, 0), dtype=np.float64)
+        self._norm = np.zeros(0, dtype=np.float64)
         self._dims: int | None = None
         self._rel_pos: dict[str, int] = {}
         self._rel_ids: list[str | None] = []
@@ -73,7 +108,8 @@ class MemoryGraphStore:
     def _set_dims(self, dimensions: int) -> None:
         if self._dims is None:
             self._dims = dimensions
-            self._emb = np.zeros((max(16, len(self._node_ids)), dimensions), dtype=np.float32)
+            self._emb = np.zeros((max(16, len(self._node_ids)), dimensions), dtype=np.float64)
+            self._norm = np.ones(self._emb.shape[0], dtype=np.float64)
         elif self._dims != dimensions:
             raise EmbeddingError(
                 f"this store holds {self._dims}-dimensional embeddings but the embedder gives "
@@ -107,12 +143,16 @@ class MemoryGraphStore:
                 self._node_label.append(self._code(rec.label))
                 self.graph.add_node(rec.id, label=rec.label, props={})
                 if pos >= self._emb.shape[0]:
-                    grown = np.zeros((max(16, 2 * self._emb.shape[0]), self._emb.shape[1]), dtype=np.float32)
+                    grown = np.zeros((max(16, 2 * self._emb.shape[0]), self._emb.shape[1]), dtype=np.float64)
                     grown[: self._emb.shape[0]] = self._emb
                     self._emb = grown
+                    norms = np.ones(grown.shape[0], dtype=np.float64)
+                    norms[: self._norm.shape[0]] = self._norm
+                    self._norm = norms
             props = self.graph.nodes[rec.id]["props"]
             props.update(rec.properties)  # merge, like Cypher's SET n += $props
             self._emb[pos] = rec.embedding
+            self._norm[pos] = float(np.linalg.norm(self._emb[pos]))
         for rel in relations:
             if rel.id not in self._rel_pos:
                 self._rel_pos[rel.id] = len(self._rel_ids)
@@ -217,37 +257,59 @@ class MemoryGraphStore:
         self._index = _Index(label_code, node_rank, rel_rank, edges)
         return self._index
 
-    def _node_mask(self, idx: _Index, spec: NodeSpec, threshold: float) -> tuple[np.ndarray, np.ndarray]:
-        codes = [self._labels[label] for label in spec.labels if label in self._labels]
-        mask = np.isin(idx.label_code, np.asarray(codes, dtype=np.int32))
-        factor = np.ones(idx.label_code.shape[0], dtype=np.float64)
-        if not spec.vectors:
-            return mask, factor
-        rows = np.flatnonzero(mask)
-        sub = self._emb[rows] if rows.size else np.zeros((0, self._dims or 1), np.float32)
+    def _rows_of(self, idx: _Index, labels: tuple[str, ...]) -> np.ndarray:
+        rows = idx.rows.get(labels)
+        if rows is None:
+            codes = [self._labels[label] for label in labels if label in self._labels]
+            rows = idx.rows[labels] = np.flatnonzero(np.isin(idx.label_code, np.asarray(codes, dtype=np.int32)))
+        return rows
+
+    def _scored_rows(self, idx: _Index, spec: NodeSpec, threshold: float) -> tuple[np.ndarray, np.ndarray]:
+        """Node positions matching ``spec`` (label and every text's threshold) and their score factors."""
+        n = idx.label_code.shape[0]
+        rows = self._rows_of(idx, spec.labels)
+        part = np.ones(rows.shape[0], dtype=np.float64)
+        if not spec.vectors or not rows.shape[0]:
+            return rows, part
         keep = np.ones(rows.shape[0], dtype=bool)
         for vec in spec.vectors:
             if self._dims is not None and vec.shape[0] != self._dims:
                 raise EmbeddingError(f"query vector has {vec.shape[0]} dimensions, the store {self._dims}.")
-            q = vec / np.linalg.norm(vec)
-            sims = np.clip((1.0 + (sub @ q).astype(np.float64)) / 2.0, 0.0, 1.0)
+            q = np.asarray(vec, dtype=np.float64)
+            # a large label is cheaper to score in place than to copy out of the matrix
+            dots = (self._emb[:n] @ q)[rows] if 4 * rows.shape[0] >= n else self._emb[rows] @ q
+            # cosine = dot / (|a| |q|), computed as Neo4j's vector.similarity.cosine does
+            cosine = dots / (self._norm[rows] * float(np.linalg.norm(q)))
+            sims = np.clip((1.0 + cosine) / 2.0, 0.0, 1.0)
             keep &= sims >= threshold
-            factor[rows] *= sims
-        mask[rows[~keep]] = False
+            part *= sims
+        return rows[keep], part[keep]
+
+    def _node_mask(self, idx: _Index, spec: NodeSpec, threshold: float) -> tuple[np.ndarray, np.ndarray]:
+        """``_scored_rows`` as a boolean mask and a factor array over all node positions."""
+        n = idx.label_code.shape[0]
+        rows, part = self._scored_rows(idx, spec, threshold)
+        mask = np.zeros(n, dtype=bool)
+        mask[rows] = True
+        factor = np.ones(n, dtype=np.float64)
+        factor[rows] = part
         return mask, factor
 
-    def _hop_edges(self, idx: _Index, hop: HopSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _adjacency(self, idx: _Index, hop: HopSpec) -> _Adjacency:
+        key = (hop.relation_labels, hop.bidirectional)
+        cached = idx.adjacency.get(key)
+        if cached is not None:
+            return cached
+        n = idx.label_code.shape[0]
         parts = [
             idx.edges[self._labels[label]]
             for label in hop.relation_labels
             if label in self._labels and self._labels[label] in idx.edges
         ]
-        if not parts:
-            empty = np.zeros(0, dtype=np.int64)
-            return empty, empty, empty, np.zeros(0, dtype=bool)
-        src = np.concatenate([p[0] for p in parts])
-        dst = np.concatenate([p[1] for p in parts])
-        rel = np.concatenate([p[2] for p in parts])
+        empty = np.zeros(0, dtype=np.int64)
+        src = np.concatenate([p[0] for p in parts]) if parts else empty
+        dst = np.concatenate([p[1] for p in parts]) if parts else empty
+        rel = np.concatenate([p[2] for p in parts]) if parts else empty
         fwd = np.ones(src.shape[0], dtype=bool)
         if hop.bidirectional:
             # an undirected pattern sees every relationship from both of its ends,
@@ -256,7 +318,12 @@ class MemoryGraphStore:
             src, dst = np.concatenate([src, dst[back]]), np.concatenate([dst, src[back]])
             rel = np.concatenate([rel, rel[back]])
             fwd = np.concatenate([fwd, ~fwd[back]])
-        return src, dst, rel, fwd
+        order = np.argsort(src, kind="stable")
+        src, dst, rel, fwd = src[order], dst[order], rel[order], fwd[order]
+        by_dst = np.argsort(dst, kind="stable")
+        adj = _Adjacency(src, dst, rel, fwd, _csr(src, n), by_dst, _csr(dst, n))
+        idx.adjacency[key] = adj
+        return adj
 
     async def execute(self, plan: QueryPlan) -> PlanResult:
         return self.evaluate(plan)
@@ -266,35 +333,51 @@ class MemoryGraphStore:
         if not plan.bound:
             raise ValueError("bind the plan's vectors before executing it")
         idx = self._build_index()
+        if not plan.hops:  # similarity search: no masks over the whole graph needed
+            rows, score = self._scored_rows(idx, plan.nodes[0], plan.threshold)
+            return self._finish(idx, plan, [rows], [], [], score)
         masks = [self._node_mask(idx, n, plan.threshold) for n in plan.nodes]
         if plan.negated:
             return self._negated(idx, plan, masks)
-        nodes = [np.flatnonzero(masks[0][0])]
-        rels: list[np.ndarray] = []
-        fwds: list[np.ndarray] = []
-        factor = masks[0][1][nodes[0]]
-        for h, hop in enumerate(plan.hops):
-            src, dst, rel, fwd = self._hop_edges(idx, hop)
-            ok = masks[h + 1][0][dst] & masks[h][0][src]
-            src, dst, rel, fwd = src[ok], dst[ok], rel[ok], fwd[ok]
-            order = np.argsort(src, kind="stable")
-            src, dst, rel, fwd = src[order], dst[order], rel[order], fwd[order]
-            cur = nodes[-1]
-            lo = np.searchsorted(src, cur, "left")
-            hi = np.searchsorted(src, cur, "right")
-            n_per = hi - lo
-            row = np.repeat(np.arange(cur.shape[0]), n_per)
-            offsets = np.arange(row.shape[0]) - np.repeat(np.cumsum(n_per) - n_per, n_per)
-            edge = np.repeat(lo, n_per) + offsets
-            keep = np.ones(row.shape[0], dtype=bool)
+        # first hop: expand from the side with fewer matching nodes, or scan when both are large
+        adj = self._adjacency(idx, plan.hops[0])
+        (m0, f0), (m1, f1) = masks[0], masks[1]
+        c0, c1 = int(np.count_nonzero(m0)), int(np.count_nonzero(m1))
+        if 8 * min(c0, c1) >= m0.shape[0]:
+            edge = np.flatnonzero(m0[adj.src] & m1[adj.dst])
+        elif c1 < c0:
+            edge = adj.by_dst[_gather(adj.indptr_dst, np.flatnonzero(m1))[1]]
+            edge = edge[m0[adj.src[edge]]]
+        else:
+            edge = _gather(adj.indptr, np.flatnonzero(m0))[1]
+            edge = edge[m1[adj.dst[edge]]]
+        nodes = [adj.src[edge], adj.dst[edge]]
+        rels = [adj.rel[edge]]
+        fwds = [adj.fwd[edge]]
+        factor = f0[nodes[0]] * f1[nodes[1]]
+        for h in range(1, len(plan.hops)):
+            adj = self._adjacency(idx, plan.hops[h])
+            row, edge = _gather(adj.indptr, nodes[-1])
+            keep = masks[h + 1][0][adj.dst[edge]]
             for prev in rels:  # relationships of one row are pairwise distinct
-                keep &= prev[row] != rel[edge]
+                keep &= prev[row] != adj.rel[edge]
             row, edge = row[keep], edge[keep]
-            nodes = [n[row] for n in nodes] + [dst[edge]]
-            rels = [r[row] for r in rels] + [rel[edge]]
-            fwds = [f[row] for f in fwds] + [fwd[edge]]
-            factor = factor[row] * masks[h + 1][1][dst[edge]]
+            nodes = [x[row] for x in nodes] + [adj.dst[edge]]
+            rels = [r[row] for r in rels] + [adj.rel[edge]]
+            fwds = [f[row] for f in fwds] + [adj.fwd[edge]]
+            factor = factor[row] * masks[h + 1][1][nodes[-1]]
         score = factor if plan.sides == 1 else factor ** (1.0 / plan.sides)
+        return self._finish(idx, plan, nodes, rels, fwds, score)
+
+    def _finish(
+        self,
+        idx: _Index,
+        plan: QueryPlan,
+        nodes: list[np.ndarray],
+        rels: list[np.ndarray],
+        fwds: list[np.ndarray],
+        score: np.ndarray,
+    ) -> PlanResult:
         if plan.count:
             return PlanResult(rows=[], count=int(score.shape[0]))
         keys = []
@@ -307,15 +390,12 @@ class MemoryGraphStore:
 
     def _negated(self, idx: _Index, plan: QueryPlan, masks: list[tuple[np.ndarray, np.ndarray]]) -> PlanResult:
         (m0, f0), (m1, _) = masks
-        src, dst, _, _ = self._hop_edges(idx, plan.hops[0])
+        adj = self._adjacency(idx, plan.hops[0])
         has = np.zeros(m0.shape[0], dtype=bool)
-        has[src[m1[dst]]] = True
+        # subjects with at least one matching hop, found from the matching objects' side
+        has[adj.src[adj.by_dst[_gather(adj.indptr_dst, np.flatnonzero(m1))[1]]]] = True
         subjects = np.flatnonzero(m0 & ~has)
-        score = f0[subjects]
-        if plan.count:
-            return PlanResult(rows=[], count=int(subjects.shape[0]))
-        chosen = _top_k(score, [idx.node_rank[subjects]], plan.k)
-        return PlanResult(rows=[self._row([subjects], [], [], score, j) for j in chosen])
+        return self._finish(idx, plan, [subjects], [], [], f0[subjects])
 
     def _row(
         self, nodes: list[np.ndarray], rels: list[np.ndarray], fwds: list[np.ndarray], score: np.ndarray, j: int

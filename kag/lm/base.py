@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import abc
 import json
+import math
 import re
 from collections.abc import Callable, Sequence
 from types import TracebackType
@@ -96,8 +97,7 @@ def resolve_schema(
             )
         return schema, None
     raise InvalidInputError(
-        f"schema must be a JSON-schema dict or a pydantic.BaseModel subclass, "
-        f"got {type(schema).__name__}."
+        f"schema must be a JSON-schema dict or a pydantic.BaseModel subclass, got {type(schema).__name__}."
     )
 
 
@@ -118,12 +118,18 @@ def parse_json_object(raw: str) -> dict[str, Any]:
     def reject_constant(name: str) -> Any:
         raise ValueError(f"{name} is not valid JSON")
 
+    def finite_float(literal: str) -> float:
+        number = float(literal)
+        if not math.isfinite(number):  # 1e999 parses as inf; JSON has no infinities
+            raise ValueError(f"{literal} is out of range for a JSON number")
+        return number
+
     try:
-        value = json.loads(text, parse_constant=reject_constant)
+        value = json.loads(text, parse_constant=reject_constant, parse_float=finite_float)
+    except RecursionError:
+        raise ValueError("the answer nests too deeply to be a usable JSON object") from None
     except json.JSONDecodeError as exc:
-        raise ValueError(
-            f"the answer is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
-        ) from None
+        raise ValueError(f"the answer is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
     except ValueError as exc:
         raise ValueError(f"the answer is not valid JSON ({exc})") from None
     if not isinstance(value, dict):
@@ -154,8 +160,7 @@ def _preview(raw: str) -> str:
 def _check_messages(messages: Sequence[Message]) -> list[Message]:
     if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
         raise InvalidInputError(
-            "messages must be a sequence of {'role': ..., 'content': ...} dicts, "
-            f"got {type(messages).__name__}."
+            f"messages must be a sequence of {{'role': ..., 'content': ...}} dicts, got {type(messages).__name__}."
         )
     if not messages:
         raise InvalidInputError("messages is empty: pass at least one user message.")
@@ -163,18 +168,13 @@ def _check_messages(messages: Sequence[Message]) -> list[Message]:
     for index, message in enumerate(messages):
         if not isinstance(message, dict):
             raise InvalidInputError(
-                f"messages[{index}] must be a dict with 'role' and 'content', "
-                f"got {type(message).__name__}."
+                f"messages[{index}] must be a dict with 'role' and 'content', got {type(message).__name__}."
             )
         role, content = message.get("role"), message.get("content")
         if role not in _ROLES:
-            raise InvalidInputError(
-                f"messages[{index}] has role {role!r}; use one of 'system', 'user', 'assistant'."
-            )
+            raise InvalidInputError(f"messages[{index}] has role {role!r}; use one of 'system', 'user', 'assistant'.")
         if not isinstance(content, str):
-            raise InvalidInputError(
-                f"messages[{index}] content must be a string, got {type(content).__name__}."
-            )
+            raise InvalidInputError(f"messages[{index}] content must be a string, got {type(content).__name__}.")
         checked.append(Message(role=message["role"], content=content))
     return checked
 
@@ -203,9 +203,7 @@ class BaseLanguageModel(abc.ABC):
         """A JSON-serializable config; never API keys, clients or callables."""
 
     @abc.abstractmethod
-    async def _complete(
-        self, messages: list[Message], json_schema: dict[str, Any], schema_name: str
-    ) -> str:
+    async def _complete(self, messages: list[Message], json_schema: dict[str, Any], schema_name: str) -> str:
         """Send ``messages`` constrained by ``json_schema`` and return the raw answer text.
 
         Raise :class:`~kag.errors.LanguageModelError` for transport/protocol failures
@@ -254,9 +252,7 @@ class BaseLanguageModel(abc.ABC):
         """
         conversation = _check_messages(messages)
         if not isinstance(schema_name, str) or not _SCHEMA_NAME.match(schema_name):
-            raise InvalidInputError(
-                f"schema_name {schema_name!r} must match [A-Za-z0-9_-]{{1,64}}."
-            )
+            raise InvalidInputError(f"schema_name {schema_name!r} must match [A-Za-z0-9_-]{{1,64}}.")
         json_schema, model_cls = resolve_schema(schema)
 
         last_error = ""

@@ -88,6 +88,29 @@ def _embedded_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
     return found
 
 
+_SPECIAL = tuple(
+    ipaddress.ip_network(net)
+    for net in (
+        "0.0.0.0/8",
+        "100.64.0.0/10",
+        "192.0.0.0/24",
+        "192.0.2.0/24",
+        "192.88.99.0/24",
+        "198.18.0.0/15",
+        "198.51.100.0/24",
+        "203.0.113.0/24",
+        "240.0.0.0/4",
+        "255.255.255.255/32",
+        "64:ff9b:1::/48",
+        "100::/64",
+        "2001::/23",
+        "2001:db8::/32",
+        "fc00::/7",
+        "fe80::/10",
+    )
+)
+
+
 def address_problem(address: str) -> str | None:
     """Why ``address`` is not a public unicast address, or ``None`` if it is."""
     try:
@@ -103,6 +126,8 @@ def address_problem(address: str) -> str | None:
         ("reserved", ip.is_reserved),
         ("private", ip.is_private),
         ("not globally routable", not ip.is_global),
+        # older Pythons call some IANA special-purpose blocks global (e.g. 192.0.0.0/24)
+        ("special-purpose", any(ip in net for net in _SPECIAL if net.version == ip.version)),
     ]
     if isinstance(ip, ipaddress.IPv6Address):
         checks.append(("site-local", ip.is_site_local))
@@ -123,9 +148,7 @@ def _parse(url: str | httpx.URL) -> httpx.URL:
     except (httpx.InvalidURL, TypeError, ValueError) as exc:
         raise UnsafeURLError(f"refused URL {str(url)!r}: it is not a valid URL ({exc}).") from exc
     if parsed.scheme not in ("http", "https"):
-        raise UnsafeURLError(
-            f"refused URL {str(url)!r}: scheme {parsed.scheme!r} is not allowed; use http or https."
-        )
+        raise UnsafeURLError(f"refused URL {str(url)!r}: scheme {parsed.scheme!r} is not allowed; use http or https.")
     if parsed.userinfo:
         raise UnsafeURLError(
             f"refused URL with credentials ({parsed.scheme}://{parsed.host}/...): "
@@ -155,16 +178,16 @@ async def validate_url(
     addresses = await (resolver or default_resolver)(host, port)
     if not addresses:
         raise LoaderError(f"could not resolve host {host!r}: no addresses.")
-    exempt = allow_private_networks or host.lower() in {
-        h.lower() for h in allowed_hosts
-    } or parsed.host.lower() in {h.lower() for h in allowed_hosts}
+    exempt = (
+        allow_private_networks
+        or host.lower() in {h.lower() for h in allowed_hosts}
+        or parsed.host.lower() in {h.lower() for h in allowed_hosts}
+    )
     for address in addresses:
         try:
             ipaddress.ip_address(address)
         except ValueError as exc:
-            raise UnsafeURLError(
-                f"refused URL for host {host!r}: resolver returned {address!r}, not an IP."
-            ) from exc
+            raise UnsafeURLError(f"refused URL for host {host!r}: resolver returned {address!r}, not an IP.") from exc
         if exempt:
             continue
         problem = address_problem(address)
@@ -177,9 +200,7 @@ async def validate_url(
     return ValidatedURL(url=parsed, host=host, port=port, addresses=tuple(addresses))
 
 
-def _pinned_request(
-    client: httpx.AsyncClient, target: ValidatedURL, address: str
-) -> httpx.Request:
+def _pinned_request(client: httpx.AsyncClient, target: ValidatedURL, address: str) -> httpx.Request:
     """A GET to ``address`` carrying the original Host header and TLS server name."""
     url = target.url
     # ASCII (IDNA) forms: the Host header and TLS server name must be what DNS saw
@@ -208,9 +229,7 @@ def _content_type(headers: httpx.Headers) -> tuple[str, str | None]:
 async def _read_limited(response: httpx.Response, url: str, max_bytes: int) -> bytes:
     declared = response.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > max_bytes:
-        raise LoaderError(
-            f"{url} is too large: Content-Length {int(declared)} exceeds max_bytes={max_bytes}."
-        )
+        raise LoaderError(f"{url} is too large: Content-Length {int(declared)} exceeds max_bytes={max_bytes}.")
     buf = bytearray()
     # counts decoded bytes, so a small gzip body cannot expand past the limit either
     async for piece in response.aiter_bytes():
@@ -289,14 +308,10 @@ async def _send_pinned(
             if response.status_code in _REDIRECT_STATUSES:
                 location = response.headers.get("location")
                 if not location:
-                    raise LoaderError(
-                        f"{current}: redirect status {response.status_code} without Location."
-                    )
+                    raise LoaderError(f"{current}: redirect status {response.status_code} without Location.")
                 return urljoin(current, location)
             if not 200 <= response.status_code < 300:
-                raise LoaderError(
-                    f"{current}: HTTP {response.status_code} {response.reason_phrase}."
-                )
+                raise LoaderError(f"{current}: HTTP {response.status_code} {response.reason_phrase}.")
             mime, charset = _content_type(response.headers)
             body = await _read_limited(response, current, max_bytes)
             return FetchResult(

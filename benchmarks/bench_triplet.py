@@ -1,0 +1,193 @@
+"""Triplet search latency (p50 / p95) on the memory store and on Neo4j.
+
+The graphs are the GeoNames world of :mod:`benchmarks.world` scaled up with
+NearTo edges: about 100k relationships for the memory store and up to 1M for
+Neo4j (the Neo4j build stops at the first chunk past ``--build-budget``
+seconds and the size reached is reported). Queries are what a language model
+fills in for questions like "which country is X in", "capital of Y", "what is
+near X", "which continent is Y on" — names sampled from the data, a third of
+them with a typo — with ``k=10`` and ``threshold=0.7``.
+
+Timed: ``KnowledgeBase.triplet_search`` end to end (embedding the texts,
+planning, executing, compiling the Cypher it reports, hydrating the models),
+after a warm-up pass over a disjoint set of names; for the memory store also
+the plan evaluation alone (``store.execute`` of a bound plan).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import numpy as np
+
+import kag
+from benchmarks import world
+from benchmarks.common import Report, Result, fmt, log, neo4j_settings, percentiles
+from kag.query.plan import QueryPlan
+
+MEMORY_GOAL_MS = 2.0
+NEO4J_GOAL_MS = 15.0
+TEMPLATES: dict[str, dict[str, Any]] = {
+    "city -IsCityOf-> *": {"subject_label": "City", "relation_label": "IsCityOf", "object_label": "Country"},
+    "* -IsCapitalOf-> country": {"subject_label": "City", "relation_label": "IsCapitalOf", "object_label": "Country"},
+    "city -NearTo-> *": {"subject_label": "City", "relation_label": "NearTo", "object_label": "City"},
+    "country -IsInContinent-> *": {
+        "subject_label": "Country",
+        "relation_label": "IsInContinent",
+        "object_label": "Continent",
+    },
+}
+
+
+def queries(data: world.WorldData, per_template: int, seed: int) -> list[tuple[str, dict[str, Any]]]:
+    """``(template, search)`` pairs, templates interleaved."""
+    rng = np.random.default_rng(seed)
+    cities = world.query_names(data, per_template, seed=seed)
+    country_names = sorted(c.name for c in data.countries.values())
+    countries = [country_names[int(i)] for i in rng.choice(len(country_names), size=per_template)]
+    out = []
+    for i in range(per_template):
+        for name, tmpl in TEMPLATES.items():
+            search = dict(tmpl)
+            if tmpl["object_label"] == "Country" and tmpl["relation_label"] == "IsCapitalOf":
+                search["object_similarity_search"] = countries[i]
+            elif tmpl["subject_label"] == "Country":
+                search["subject_similarity_search"] = countries[i]
+            else:
+                search["subject_similarity_search"] = cities[i]
+            out.append((name, search))
+    return out
+
+
+async def measure(
+    call: Callable[[dict[str, Any]], Awaitable[Any]], work: list[tuple[str, dict[str, Any]]]
+) -> dict[str, list[float]]:
+    """Seconds per call, by template (plus ``"all"``)."""
+    samples: dict[str, list[float]] = {"all": []}
+    for name, search in work:
+        t0 = time.perf_counter()
+        await call(search)
+        dt = time.perf_counter() - t0
+        samples["all"].append(dt)
+        samples.setdefault(name, []).append(dt)
+    return samples
+
+
+async def latency(kb: kag.KnowledgeBase, data: world.WorldData, per_template: int) -> dict[str, list[float]]:
+    """End-to-end triplet search latency after a warm-up pass."""
+
+    async def search(s: dict[str, Any]) -> Any:
+        return await kb.triplet_search(s, k=10, threshold=0.7)
+
+    await measure(search, queries(data, max(5, per_template // 4), seed=1))
+    return await measure(search, queries(data, per_template, seed=2))
+
+
+async def plan_latency(kb: kag.KnowledgeBase, data: world.WorldData, per_template: int) -> dict[str, list[float]]:
+    """Plan evaluation alone: ``store.execute`` of pre-bound plans."""
+    work = queries(data, per_template, seed=2)
+    plans: dict[int, QueryPlan] = {}
+    for _, s in work:
+        plans[id(s)] = await kb.bind(kb.plan(s, k=10, threshold=0.7))
+
+    async def run(s: dict[str, Any]) -> Any:
+        return await kb.store.execute(plans[id(s)])
+
+    await measure(run, work[: len(TEMPLATES) * 3])
+    return await measure(run, work)
+
+
+def add_latency(
+    report: Report, bench: str, metric: str, samples: list[float], goal_ms: float | None, note: str
+) -> None:
+    """Two rows: p50 (against the goal) and p95."""
+    p50, p95 = percentiles(samples)
+    report.add(
+        Result(
+            bench,
+            f"{metric} p50",
+            p50,
+            "ms",
+            goal=f"<= {goal_ms:g} ms" if goal_ms else "",
+            met=(p50 <= goal_ms) if goal_ms else None,
+            note=note,
+        )
+    )
+    report.add(Result(bench, f"{metric} p95", p95, "ms"))
+
+
+def template_note(samples: dict[str, list[float]]) -> str:
+    """p50 per query template."""
+    parts = [f"{name}: {fmt(percentiles(v)[0], 'ms')}" for name, v in samples.items() if name != "all"]
+    return "; ".join(parts)
+
+
+async def run(
+    settings: dict[str, str] | None,
+    memory_edges: int = 100_000,
+    neo4j_edges: int = 1_000_000,
+    budget_s: float = 300.0,
+    per_template: int = 50,
+) -> Report:
+    """Build both graphs, measure, return the report."""
+    data = world.load()
+    report = Report("Triplet search latency")
+
+    kb = world.knowledge_base()
+    near = world.near_count(data, memory_edges)
+    log(f"triplet: building the memory graph ({near} NearTo per city)")
+    counts, seconds = await world.build(kb, data, near)
+    size = f"{counts['nodes']:,} nodes, {counts['relations']:,} edges"
+    log(f"triplet: memory graph {size} in {seconds:.0f} s; measuring")
+    e2e = await latency(kb, data, per_template)
+    evaluation = await plan_latency(kb, data, per_template)
+    add_latency(report, "triplet (memory)", "kb.triplet_search", e2e["all"], MEMORY_GOAL_MS, size)
+    add_latency(report, "triplet (memory)", "plan evaluation only", evaluation["all"], MEMORY_GOAL_MS, size)
+    report.notes.append(f"memory, {size}: p50 by query, end to end: {template_note(e2e)}")
+    report.notes.append(f"memory, plan evaluation only: {template_note(evaluation)}")
+    del kb
+
+    if settings is None:
+        report.notes.append("Neo4j: skipped (no NEO4J_URI).")
+        return report
+    opts = {"user": settings["user"], "password": settings["password"], "database": settings["database"]}
+    neo = world.knowledge_base(settings["uri"], **opts)
+    await neo.ensure_ready()
+    await neo.store.clear()  # type: ignore[attr-defined]
+    near = world.near_count(data, neo4j_edges)
+    log(f"triplet: building the Neo4j graph ({near} NearTo per city, budget {budget_s:.0f} s)")
+    counts, seconds = await world.build(neo, data, near, budget_s=budget_s, progress=log)
+    size = f"{counts['nodes']:,} nodes, {counts['relations']:,} edges"
+    log(f"triplet: Neo4j graph {size} in {seconds:.0f} s; measuring")
+    e2e = await latency(neo, data, per_template)
+    add_latency(report, "triplet (Neo4j)", "kb.triplet_search", e2e["all"], NEO4J_GOAL_MS, size)
+    report.notes.append(f"Neo4j, {size}: p50 by query, end to end: {template_note(e2e)}")
+    reached = counts["relations"] >= neo4j_edges
+    report.notes.append(
+        f"Neo4j graph built in {seconds:.0f} s ({counts['relations'] / seconds:,.0f} relations/s incl. entities); "
+        + ("full target size reached." if reached else f"stopped by the {budget_s:.0f} s budget below the "
+           f"{neo4j_edges:,}-edge target.")
+    )
+    await neo.store.clear()  # type: ignore[attr-defined]
+    await neo.aclose()
+    return report
+
+
+def main() -> None:
+    """Command line entry point."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--memory-edges", type=int, default=100_000)
+    parser.add_argument("--neo4j-edges", type=int, default=1_000_000)
+    parser.add_argument("--build-budget", type=float, default=300.0, help="seconds for the Neo4j build")
+    parser.add_argument("--queries", type=int, default=50, help="timed queries per template")
+    args = parser.parse_args()
+    report = asyncio.run(run(neo4j_settings(), args.memory_edges, args.neo4j_edges, args.build_budget, args.queries))
+    print(report.markdown())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""Run every benchmark, print each table, write ``benchmarks/results.md``.
+
+``make bench`` (``scripts/bench.sh``) starts a private Neo4j and runs this with
+``NEO4J_URI`` set; without it the Neo4j benchmarks are skipped and say so.
+Options pass sizes through (see ``--help``); ``--only`` picks benchmarks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import time
+from pathlib import Path
+
+from benchmarks import bench_bm25, bench_ingest, bench_memory, bench_triplet, bench_vector
+from benchmarks.common import Report, format_table, log, machine, neo4j_server_version, neo4j_settings
+
+RESULTS = Path(__file__).resolve().parent / "results.md"
+NAMES = ("bm25", "vector", "memory", "triplet", "ingest")
+
+
+def load() -> str:
+    """The 1/5/15-minute load averages."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def main() -> None:
+    """Command line entry point."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="*", choices=NAMES, default=list(NAMES))
+    parser.add_argument("--memory-edges", type=int, default=100_000)
+    parser.add_argument("--neo4j-edges", type=int, default=1_000_000)
+    parser.add_argument("--build-budget", type=float, default=300.0, help="seconds allowed for the Neo4j build")
+    parser.add_argument("--ingest-step", type=int, default=17, help="ingest every N-th city (default 17)")
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    args = parser.parse_args()
+
+    settings = neo4j_settings()
+    facts = machine()
+    server = asyncio.run(neo4j_server_version(settings)) if settings else "not used (no NEO4J_URI)"
+    loads = [load()]
+    started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    reports: list[Report] = []
+    t0 = time.perf_counter()
+    for name in args.only:
+        log(f"=== {name} (load average {load()})")
+        if name == "bm25":
+            report = bench_bm25.run()
+        elif name == "vector":
+            report = asyncio.run(bench_vector.run())
+        elif name == "memory":
+            report = asyncio.run(bench_memory.run(args.memory_edges))
+        elif name == "triplet":
+            report = asyncio.run(
+                bench_triplet.run(settings, args.memory_edges, args.neo4j_edges, args.build_budget)
+            )
+        else:
+            if settings is None:
+                report = Report("Bulk ingest into Neo4j", notes=["skipped: no NEO4J_URI"])
+            else:
+                report = asyncio.run(bench_ingest.run(settings, args.ingest_step))
+        reports.append(report)
+        loads.append(load())
+        print(report.markdown(), flush=True)
+    elapsed = time.perf_counter() - t0
+
+    results = [r for rep in reports for r in rep.results]
+    goals = [r for r in results if r.met is not None]
+    met = sum(1 for r in goals if r.met)
+    lines = [
+        "# kag benchmark results",
+        "",
+        f"Last run: {started}, {elapsed / 60:.1f} min, by `make bench` (`scripts/bench.sh`). "
+        f"Goals met: {met} of {len(goals)}.",
+        "",
+        "Machine: " + "; ".join(f"{k}: `{v}`" for k, v in facts.items()) + f"; Neo4j server: {server}.",
+        "",
+        "Load average (1/5/15 min) before each benchmark and at the end: "
+        + " → ".join(loads)
+        + ". The machine is shared, so absolute times are noisy; ratios are measured side by side "
+        "(alternating calls where a benchmark allows it).",
+        "",
+        "## Summary",
+        "",
+        format_table(results),
+        "",
+        "## Details",
+        "",
+        *[rep.markdown() for rep in reports],
+    ]
+    args.output.write_text("\n".join(lines), encoding="utf-8")
+    log(f"wrote {args.output} ({met} of {len(goals)} goals met)")
+
+
+if __name__ == "__main__":
+    main()
