@@ -101,3 +101,15 @@ def test_duplicate_labels_in_schema() -> None:
 def test_schema_errors_name_the_allowed_labels(schema: kag.GraphSchema) -> None:
     with pytest.raises(SchemaError, match=r"allowed: \['City', 'Country'\]"):
         schema.entity_model("Planet")
+
+
+def test_id_is_cached_and_follows_changes() -> None:
+    city = City(name="Paris")
+    first = city.id
+    assert city.id is first  # cached
+    city.name = "Lyon"
+    assert city.id == City(name="Lyon").id != first
+    rel = IsCapitalOf(subj=City(name="Paris"), obj=Country(name="France"))
+    before = rel.id
+    rel.subj.name = "Nice"  # a nested change reaches the relation's id too
+    assert rel.id == IsCapitalOf(subj=City(name="Nice"), obj=Country(name="France")).id != before

@@ -15,7 +15,7 @@ import typing
 from typing import Any, ClassVar, Literal, Self, get_args, get_origin
 
 import pydantic
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 from pydantic.fields import FieldInfo
 
 from kag.errors import InvalidInputError, SchemaError
@@ -140,6 +140,15 @@ class Entity(_Labelled):
     @classmethod
     def key_fields(cls) -> tuple[str, ...]:
         """Names of the fields that identify an entity of this model."""
+        cached = cls.__dict__.get("_kag_key_fields")
+        if cached is not None:
+            return cached  # type: ignore[no-any-return]
+        keys = cls._compute_key_fields()
+        type.__setattr__(cls, "_kag_key_fields", keys)
+        return keys
+
+    @classmethod
+    def _compute_key_fields(cls) -> tuple[str, ...]:
         keys = tuple(n for n, f in cls.model_fields.items() if KEY in f.metadata)
         if keys:
             return keys
@@ -150,11 +159,24 @@ class Entity(_Labelled):
             raise SchemaError(f"{cls.__name__} has no fields to identify it; add a `name` field.")
         return others[:1]
 
+    _id: str | None = PrivateAttr(default=None)
+
     @property
     def id(self) -> str:
-        """Stable id: a hash of the label and the key field values."""
-        keys = type(self).key_fields()
-        return stable_hash("e_", self.label, [getattr(self, k) for k in keys])
+        """Stable id: a hash of the label and the key field values (cached until a field changes)."""
+        private = self.__pydantic_private__  # direct access: this is on every write's hot path
+        cached = private.get("_id") if private is not None else None
+        if cached is None:
+            keys = type(self).key_fields()
+            cached = stable_hash("e_", self.label, [getattr(self, k) for k in keys])
+            if private is not None:
+                private["_id"] = cached
+        return cached
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name in type(self).model_fields and self.__pydantic_private__ is not None:
+            self.__pydantic_private__["_id"] = None
 
     def search_text(self) -> str:
         """The text embedded for similarity search: the key field values."""
@@ -199,11 +221,30 @@ class Relation(_Labelled):
         """The relation's own properties (everything but label and endpoints)."""
         return tuple(n for n in cls.model_fields if n not in ("label", "subj", "obj"))
 
+    _id: tuple[str, str, str] | None = PrivateAttr(default=None)
+
     @property
     def id(self) -> str:
-        """Stable id from the label, both endpoint ids and any key properties."""
+        """Stable id from the label, both endpoint ids and any key properties.
+
+        Cached per endpoint ids, so a change to an endpoint (``rel.subj.name = ...``)
+        still gives the new id; a change to the relation's own fields clears the cache.
+        """
+        subj, obj = self.subj.id, self.obj.id
+        private = self.__pydantic_private__
+        cached = private.get("_id") if private is not None else None
+        if cached is not None and cached[0] == subj and cached[1] == obj:
+            return cached[2]
         keys = type(self).key_fields()
-        return stable_hash("r_", self.label, self.subj.id, self.obj.id, [getattr(self, k) for k in keys])
+        rel_id = stable_hash("r_", self.label, subj, obj, [getattr(self, k) for k in keys])
+        if private is not None:
+            private["_id"] = (subj, obj, rel_id)
+        return rel_id
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name in type(self).model_fields and self.__pydantic_private__ is not None:
+            self.__pydantic_private__["_id"] = None
 
     def properties(self) -> dict[str, Any]:
         """The relation's own properties as JSON-compatible values."""

@@ -187,7 +187,7 @@ class Neo4jGraphStore:
     async def upsert(self, nodes: Sequence[NodeRecord], relations: Sequence[RelationRecord]) -> None:
         by_label: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for n in nodes:
-            by_label[n.label].append({"id": n.id, "props": n.properties, "embedding": [float(x) for x in n.embedding]})
+            by_label[n.label].append({"id": n.id, "props": n.properties, "embedding": n.embedding.tolist()})
         for label, rows in by_label.items():
             query = (
                 "UNWIND $rows AS row\n"
