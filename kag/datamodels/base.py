@@ -142,7 +142,7 @@ class Entity(_Labelled):
         """Names of the fields that identify an entity of this model."""
         cached = cls.__dict__.get("_kag_key_fields")
         if cached is not None:
-            return cached  # type: ignore[no-any-return]
+            return cached
         keys = cls._compute_key_fields()
         type.__setattr__(cls, "_kag_key_fields", keys)
         return keys
