@@ -104,3 +104,21 @@ def test_quote_rejects_unsafe_identifier() -> None:
 
     with pytest.raises(kag.errors.SchemaError):
         quote("City`) DETACH DELETE n //")
+
+
+def test_approximate_anchor_uses_the_vector_index(schema: kag.GraphSchema) -> None:
+    search = {
+        "subject_label": "City",
+        "relation_label": "IsCapitalOf",
+        "object_label": "Country",
+        "object_similarity_search": "France",
+    }
+    query = compile_plan(bound(plan_triplet_search(search, schema, candidates=50)))
+    assert query.text.startswith("CALL db.index.vector.queryNodes($index, $candidates, $v1_0) YIELD node AS n1")
+    assert query.params["index"] == "kag_Country_embedding" and query.params["candidates"] == 50
+    # several anchor labels cannot use one index: exact scan
+    multi = {"subject_similarity_search": "x", "bidirectional": True}  # City|Country
+    any_label = compile_plan(bound(plan_triplet_search(multi, schema, candidates=50)))
+    assert "queryNodes" not in any_label.text
+    with pytest.raises(kag.errors.InvalidInputError, match="candidates"):
+        plan_triplet_search(search, schema, k=10, candidates=5)

@@ -33,7 +33,7 @@ from kag.errors import (
     UnsafeQueryError,
 )
 from kag.graph.base import NodeRecord, PlanResult, PlanRow, RelationRecord
-from kag.query.cypher import compile_plan, quote, quote_name
+from kag.query.cypher import compile_plan, quote, quote_name, vector_index_name
 from kag.query.plan import QueryPlan
 
 T = TypeVar("T")
@@ -152,7 +152,7 @@ class Neo4jGraphStore:
                 f"FOR (n:{quote(label)}) REQUIRE n.id IS UNIQUE"
             )
             statements.append(
-                f"CREATE VECTOR INDEX {quote_name('kag_' + label + '_embedding')} IF NOT EXISTS "
+                f"CREATE VECTOR INDEX {quote_name(vector_index_name(label))} IF NOT EXISTS "
                 f"FOR (n:{quote(label)}) ON n.embedding OPTIONS {{indexConfig: "
                 f"{{`vector.dimensions`: {dims}, `vector.similarity_function`: 'cosine'}}}}"
             )

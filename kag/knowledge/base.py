@@ -224,7 +224,13 @@ class KnowledgeBase:
 
     # -- reads ----------------------------------------------------------------
     def plan(
-        self, search: SearchInput, *, k: int = 10, threshold: float = 0.7, schema: GraphSchema | None = None
+        self,
+        search: SearchInput,
+        *,
+        k: int = 10,
+        threshold: float = 0.7,
+        schema: GraphSchema | None = None,
+        candidates: int | None = None,
     ) -> QueryPlan:
         """Validate a triplet search against the schema and build its (unbound) plan.
 
@@ -235,7 +241,7 @@ class KnowledgeBase:
             for label in (*schema.entity_labels, *schema.relation_labels):
                 if label not in self.schema.entities and label not in self.schema.relations:
                     raise SchemaError(f"label {label!r} is not declared by this knowledge base.")
-        return plan_triplet_search(search, schema or self.schema, k=k, threshold=threshold)
+        return plan_triplet_search(search, schema or self.schema, k=k, threshold=threshold, candidates=candidates)
 
     async def bind(self, plan: QueryPlan) -> QueryPlan:
         """Embed the plan's texts and attach the vectors."""
@@ -249,15 +255,25 @@ class KnowledgeBase:
         return compile_plan(await self.bind(self.plan(search, k=k, threshold=threshold, schema=schema)))
 
     async def triplet_search(
-        self, search: SearchInput, *, k: int = 10, threshold: float = 0.7, schema: GraphSchema | None = None
+        self,
+        search: SearchInput,
+        *,
+        k: int = 10,
+        threshold: float = 0.7,
+        schema: GraphSchema | None = None,
+        candidates: int | None = None,
     ) -> TripletResults:
         """Exact top-k facts matching a triplet search (or chain), best first.
 
         ``subject``/``object`` of a hit are the pattern's positions (for a
         bidirectional match the relation itself keeps its true direction).
+        ``candidates=N`` opts into approximate search on Neo4j: the scored anchor
+        side is taken from its vector index (N nearest) instead of an exact scan —
+        much faster on large labels, but it may miss matches. The memory store is
+        always exact.
         """
         await self.ensure_ready()
-        plan = await self.bind(self.plan(search, k=k, threshold=threshold, schema=schema))
+        plan = await self.bind(self.plan(search, k=k, threshold=threshold, schema=schema, candidates=candidates))
         result = await self.store.execute(plan)
         query = compile_plan(plan)
         if result.count is not None:

@@ -43,6 +43,11 @@ def quote_name(name: str) -> str:
     return f"`{name}`"
 
 
+def vector_index_name(label: str) -> str:
+    """Name of the vector index kag creates for an entity label."""
+    return f"kag_{check_identifier(label, 'label')}_embedding"
+
+
 def label_expr(labels: tuple[str, ...]) -> str:
     """``:`A`|`B``` (Neo4j 5 label expression)."""
     return ":" + "|".join(quote(label) for label in labels)
@@ -96,7 +101,14 @@ def compile_plan(plan: QueryPlan) -> CompiledQuery:
 
     anchor = next((i for i, n in enumerate(plan.nodes) if n.texts), None)
     if anchor is not None:
-        lines.append(f"MATCH (n{anchor}{label_expr(plan.nodes[anchor].labels)})")
+        node = plan.nodes[anchor]
+        if plan.candidates is not None and len(node.labels) == 1:
+            # approximate: candidates from the label's vector index, then exact scores
+            params["index"] = vector_index_name(node.labels[0])
+            params["candidates"] = plan.candidates
+            lines.append(f"CALL db.index.vector.queryNodes($index, $candidates, $v{anchor}_0) YIELD node AS n{anchor}")
+        else:
+            lines.append(f"MATCH (n{anchor}{label_expr(node.labels)})")
         lines.append(f"WITH n{anchor}, " + ", ".join(score_items(anchor)))
         lines.append("WHERE " + " AND ".join(conds(anchor)))
     if plan.hops:

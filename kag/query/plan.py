@@ -63,6 +63,9 @@ class QueryPlan:
     threshold: float
     negated: bool = False
     count: bool = False
+    # approximate mode: take the anchor side's candidates from the Neo4j vector index
+    # (at most this many), then score them exactly; None = exact scan (the default)
+    candidates: int | None = None
 
     @property
     def sides(self) -> int:
@@ -101,6 +104,7 @@ class QueryPlan:
             "threshold": self.threshold,
             "negated": self.negated,
             "count": self.count,
+            "candidates": self.candidates,
         }
 
 
@@ -120,6 +124,15 @@ def check_k(k: Any) -> int:
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
         raise InvalidInputError(f"k must be an integer between 1 and {MAX_K}, got {k!r}.")
     return k
+
+
+def check_candidates(candidates: Any, k: int) -> int | None:
+    """Validate the candidate count of approximate search (``None`` = exact)."""
+    if candidates is None:
+        return None
+    if isinstance(candidates, bool) or not isinstance(candidates, int) or not k <= candidates <= MAX_K:
+        raise InvalidInputError(f"candidates must be an integer between k ({k}) and {MAX_K}, got {candidates!r}.")
+    return candidates
 
 
 def check_threshold(threshold: Any) -> float:
@@ -211,10 +224,15 @@ def plan_triplet_search(
     *,
     k: int = 10,
     threshold: float = 0.7,
+    candidates: int | None = None,
 ) -> QueryPlan:
-    """Validate a search (or chain of searches) against ``schema`` and build its plan."""
+    """Validate a search (or chain of searches) against ``schema`` and build its plan.
+
+    ``candidates`` opts into approximate search on Neo4j (see ``QueryPlan.candidates``).
+    """
     hops_in = _as_hops(search)
     k = check_k(k)
+    candidates = check_candidates(candidates, k)
     threshold = check_threshold(threshold)
     if not hops_in:
         raise InvalidInputError("a triplet chain needs at least one hop.")
@@ -258,6 +276,7 @@ def plan_triplet_search(
         threshold=threshold,
         negated=hops_in[0].negated,
         count=any(h.count for h in hops_in),
+        candidates=candidates,
     )
 
 
