@@ -112,7 +112,7 @@ async def run(edges: int = 100_000) -> Report:
     report.add(Result("memory store", "edges only, MiB per 1M edges (tracemalloc)", per_edge * 1e6 / mib, "MiB",
                       note=shape))
     report.add(Result("memory store", "edges only, MiB per 1M edges (RSS delta)", per_edge_rss * 1e6 / mib, "MiB"))
-    report.add(Result("memory store", "per node incl. 384-d float32 embedding, KiB (tracemalloc)",
+    report.add(Result("memory store", "per node incl. its 384-d float32 embedding, KiB (tracemalloc)",
                       node_traced / len(nodes) / 1024, "KiB"))
     report.add(Result("memory store", f"whole store as measured ({len(nodes):,} nodes + {len(rels):,} edges)",
                       full_traced / mib, "MiB"))

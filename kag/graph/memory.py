@@ -26,6 +26,8 @@ from kag.graph.base import NodeRecord, PlanResult, PlanRow, RelationRecord
 from kag.query.plan import HopSpec, NodeSpec, QueryPlan
 
 FORMAT = "kag-memory-store"
+# float32 screening margin on the [0, 1] score scale (float32 dot error for unit vectors is ~1e-6)
+_SCREEN = 1e-4
 VERSION = 1
 
 
@@ -54,6 +56,7 @@ class _Index:
     node_rank: np.ndarray  # rank of the node id in sorted order
     rel_rank: np.ndarray  # rank of the relation id in sorted order
     edges: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]  # type code -> (src, dst, rel)
+    unit_rows: bool = False  # every stored embedding has norm 1 (to float32 precision)
     rows: dict[tuple[str, ...], np.ndarray] = field(default_factory=dict)  # labels -> node positions
     adjacency: dict[tuple[tuple[str, ...], bool], _Adjacency] = field(default_factory=dict)
 
@@ -84,8 +87,9 @@ class MemoryGraphStore:
         self._node_label: list[int] = []
         self._labels: dict[str, int] = {}
         self._label_names: list[str] = []
-        # float64, like Neo4j's LIST<FLOAT>: cosines (and so exact ties) come out the same on both
-        self._emb = np.zeros((0, 0), dtype=np.float64)
+        # float32 rows (embedders give float32); scores are screened in float32 and then
+        # recomputed exactly in float64, as Neo4j computes them, for the rows that can matter
+        self._emb = np.zeros((0, 0), dtype=np.float32)
         self._norm = np.zeros(0, dtype=np.float64)
         self._dims: int | None = None
         self._rel_pos: dict[str, int] = {}
@@ -108,7 +112,7 @@ class MemoryGraphStore:
     def _set_dims(self, dimensions: int) -> None:
         if self._dims is None:
             self._dims = dimensions
-            self._emb = np.zeros((max(16, len(self._node_ids)), dimensions), dtype=np.float64)
+            self._emb = np.zeros((max(16, len(self._node_ids)), dimensions), dtype=np.float32)
             self._norm = np.ones(self._emb.shape[0], dtype=np.float64)
         elif self._dims != dimensions:
             raise EmbeddingError(
@@ -143,7 +147,7 @@ class MemoryGraphStore:
                 self._node_label.append(self._code(rec.label))
                 self.graph.add_node(rec.id, label=rec.label, props={})
                 if pos >= self._emb.shape[0]:
-                    grown = np.zeros((max(16, 2 * self._emb.shape[0]), self._emb.shape[1]), dtype=np.float64)
+                    grown = np.zeros((max(16, 2 * self._emb.shape[0]), self._emb.shape[1]), dtype=np.float32)
                     grown[: self._emb.shape[0]] = self._emb
                     self._emb = grown
                     norms = np.ones(grown.shape[0], dtype=np.float64)
@@ -152,7 +156,7 @@ class MemoryGraphStore:
             props = self.graph.nodes[rec.id]["props"]
             props.update(rec.properties)  # merge, like Cypher's SET n += $props
             self._emb[pos] = rec.embedding
-            self._norm[pos] = float(np.linalg.norm(self._emb[pos]))
+            self._norm[pos] = float(np.linalg.norm(self._emb[pos].astype(np.float64)))
         for rel in relations:
             if rel.id not in self._rel_pos:
                 self._rel_pos[rel.id] = len(self._rel_ids)
@@ -254,7 +258,9 @@ class MemoryGraphStore:
         for code in np.unique(rel_label[rel_label >= 0]) if rel_label.size else []:
             sel = np.flatnonzero(rel_label == code)
             edges[int(code)] = (src[sel], dst[sel], sel)
-        self._index = _Index(label_code, node_rank, rel_rank, edges)
+        alive = label_code >= 0
+        unit = bool(np.all(np.abs(self._norm[: label_code.shape[0]][alive] - 1.0) < 1e-5))
+        self._index = _Index(label_code, node_rank, rel_rank, edges, unit_rows=unit)
         return self._index
 
     def _rows_of(self, idx: _Index, labels: tuple[str, ...]) -> np.ndarray:
@@ -264,26 +270,49 @@ class MemoryGraphStore:
             rows = idx.rows[labels] = np.flatnonzero(np.isin(idx.label_code, np.asarray(codes, dtype=np.int32)))
         return rows
 
-    def _scored_rows(self, idx: _Index, spec: NodeSpec, threshold: float) -> tuple[np.ndarray, np.ndarray]:
-        """Node positions matching ``spec`` (label and every text's threshold) and their score factors."""
+    def _scored_rows(
+        self, idx: _Index, spec: NodeSpec, threshold: float, limit: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Node positions matching ``spec`` (label and every text's threshold) and their score factors.
+
+        Scores are exact float64 cosines ``dot / (|a| |q|)``, like Neo4j's. They are
+        found fast: a float32 matrix-vector product screens the rows, and only rows
+        within ``_SCREEN`` of the threshold (or, with ``limit``, of the ``limit``-th
+        best score) are recomputed in float64. The float32 error is far below that
+        margin, so no row that can pass or rank is ever left out.
+        """
         n = idx.label_code.shape[0]
         rows = self._rows_of(idx, spec.labels)
         part = np.ones(rows.shape[0], dtype=np.float64)
         if not spec.vectors or not rows.shape[0]:
             return rows, part
-        keep = np.ones(rows.shape[0], dtype=bool)
         for vec in spec.vectors:
             if self._dims is not None and vec.shape[0] != self._dims:
                 raise EmbeddingError(f"query vector has {vec.shape[0]} dimensions, the store {self._dims}.")
-            q = np.asarray(vec, dtype=np.float64)
+            q64 = np.asarray(vec, dtype=np.float64)
+            q_norm = float(np.linalg.norm(q64))
+            q32 = q64.astype(np.float32)
             # a large label is cheaper to score in place than to copy out of the matrix
-            dots = (self._emb[:n] @ q)[rows] if 4 * rows.shape[0] >= n else self._emb[rows] @ q
-            # cosine = dot / (|a| |q|), computed as Neo4j's vector.similarity.cosine does
-            cosine = dots / (self._norm[rows] * float(np.linalg.norm(q)))
-            sims = np.clip((1.0 + cosine) / 2.0, 0.0, 1.0)
-            keep &= sims >= threshold
-            part *= sims
-        return rows[keep], part[keep]
+            if rows.shape[0] == n:
+                dots = self._emb[:n] @ q32
+            else:
+                dots = (self._emb[:n] @ q32)[rows] if 4 * rows.shape[0] >= n else self._emb[rows] @ q32
+            if idx.unit_rows:  # stored rows are unit vectors: screen in float32 without the norms
+                approx = dots * np.float32(0.5 / q_norm) + np.float32(0.5)
+            else:
+                approx = (1.0 + dots / (self._norm[rows] * q_norm)) / 2.0
+            floor = threshold - _SCREEN
+            if limit is not None and len(spec.vectors) == 1:
+                passing = approx if floor <= 0.0 else approx[approx >= floor]
+                if passing.shape[0] > limit:  # only rows near the limit-th best can rank
+                    floor = max(floor, float(np.partition(passing, passing.shape[0] - limit)[-limit]) - 2 * _SCREEN)
+            near = np.flatnonzero(approx >= floor)
+            rows, part = rows[near], part[near]
+            exact = (self._emb[rows].astype(np.float64) @ q64) / (self._norm[rows] * q_norm)
+            sims = np.clip((1.0 + exact) / 2.0, 0.0, 1.0)
+            keep = sims >= threshold
+            rows, part = rows[keep], part[keep] * sims[keep]
+        return rows, part
 
     def _node_mask(self, idx: _Index, spec: NodeSpec, threshold: float) -> tuple[np.ndarray, np.ndarray]:
         """``_scored_rows`` as a boolean mask and a factor array over all node positions."""
@@ -334,7 +363,7 @@ class MemoryGraphStore:
             raise ValueError("bind the plan's vectors before executing it")
         idx = self._build_index()
         if not plan.hops:  # similarity search: no masks over the whole graph needed
-            rows, score = self._scored_rows(idx, plan.nodes[0], plan.threshold)
+            rows, score = self._scored_rows(idx, plan.nodes[0], plan.threshold, limit=plan.k)
             return self._finish(idx, plan, [rows], [], [], score)
         masks = [self._node_mask(idx, n, plan.threshold) for n in plan.nodes]
         if plan.negated:

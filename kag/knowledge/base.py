@@ -275,10 +275,9 @@ class KnowledgeBase:
         await self.ensure_ready()
         plan = await self.bind(self.plan(search, k=k, threshold=threshold, schema=schema, candidates=candidates))
         result = await self.store.execute(plan)
-        query = compile_plan(plan)
         if result.count is not None:
-            return TripletResults([], count=result.count, query=query)
-        return TripletResults([self._triplet(row) for row in result.rows], query=query)
+            return TripletResults([], count=result.count, plan=plan)
+        return TripletResults([self._triplet(row) for row in result.rows], plan=plan)
 
     async def similarity_search(self, label: str, text: str, *, k: int = 10, threshold: float = 0.0) -> list[EntityHit]:
         """Entities of ``label`` (or ``"*"``) most similar to ``text``."""

@@ -7,7 +7,8 @@ from typing import Any
 
 from kag.datamodels.base import Entity, Relation
 from kag.knowledge.html import esc, scored_table
-from kag.query.cypher import CompiledQuery
+from kag.query.cypher import CompiledQuery, compile_plan
+from kag.query.plan import QueryPlan
 
 
 @dataclass(frozen=True)
@@ -75,11 +76,24 @@ class TripletResults(list[TripletHit]):
     """Hits of a triplet search; ``count`` is set for count searches, ``query`` holds the Cypher."""
 
     def __init__(
-        self, hits: list[TripletHit] | None = None, *, count: int | None = None, query: CompiledQuery | None = None
+        self,
+        hits: list[TripletHit] | None = None,
+        *,
+        count: int | None = None,
+        query: CompiledQuery | None = None,
+        plan: QueryPlan | None = None,
     ) -> None:
         super().__init__(hits or [])
         self.count: int | None = count  # type: ignore[assignment]
-        self.query = query
+        self._query = query
+        self.plan = plan
+
+    @property
+    def query(self) -> CompiledQuery | None:
+        """The Cypher the search compiles to (compiled on first access; the same on every backend)."""
+        if self._query is None and self.plan is not None:
+            self._query = compile_plan(self.plan)
+        return self._query
 
     def _repr_html_(self) -> str:
         if self.count is not None:

@@ -143,6 +143,10 @@ class BM25Index:
         self._average_idf = float(idf[present].mean()) if present.any() else 0.0
         idf[present & (idf < 0)] = self.epsilon * self._average_idf
         self._idf = idf
+        # per-document length normalisation, computed once instead of per query
+        self._norm = self.k1 * (1 - self.b + self.b * self._doc_len / self._avgdl)
+        # with positive idfs every matching document scores > 0, so no separate match mask is needed
+        self._positive = bool((idf[present] > 0).all())
         # rank of each row's id in sorted order, for deterministic tie-breaking
         self._id_rank = np.empty(n_docs, dtype=np.int64)
         self._id_rank[np.argsort(np.array(self._ids, dtype=object), kind="stable")] = np.arange(
@@ -160,16 +164,18 @@ class BM25Index:
         term_ids = [self._vocab[t] for t in self.tokenizer(query) if t in self._vocab]
         if not term_ids or n_docs == 0:
             return scores, matched
-        norm = self.k1 * (1 - self.b + self.b * self._doc_len / self._avgdl)
         for term in term_ids:  # a loop over query terms only; documents are vectorized
             lo, hi = self._indptr[term], self._indptr[term + 1]
             if lo == hi:
                 continue
             rows = self._rows[lo:hi]
             tf = self._tfs[lo:hi]
-            contrib = self._idf[term] * (tf * (self.k1 + 1) / (tf + norm[rows]))
+            contrib = self._idf[term] * (tf * (self.k1 + 1) / (tf + self._norm[rows]))
             scores += np.bincount(rows, weights=contrib, minlength=n_docs)
-            matched[rows] = True
+            if not self._positive:
+                matched[rows] = True
+        if self._positive:
+            matched = scores > 0
         return scores, matched
 
     def scores(self, query: str) -> dict[str, float]:
@@ -188,6 +194,10 @@ class BM25Index:
         candidates = np.flatnonzero(matched)
         if k == 0 or candidates.size == 0:
             return []
+        if candidates.size > k:  # keep the k best and everything tied with the k-th, then sort those
+            top = scores[candidates]
+            kth = np.partition(top, candidates.size - k)[candidates.size - k]
+            candidates = candidates[top >= kth]
         # lexsort: last key is primary -> score descending, then id ascending
         order = np.lexsort((self._id_rank[candidates], -scores[candidates]))[:k]
         return [(self._ids[i], float(scores[i])) for i in candidates[order]]

@@ -41,6 +41,8 @@ class Embedder(Protocol):
 
 def normalize_text(text: str) -> str:
     """Casefold, strip accents and collapse whitespace (the form names are matched in)."""
+    if text.isascii():  # nothing to decompose: skip the per-character pass
+        return " ".join(text.casefold().split())
     decomposed = unicodedata.normalize("NFKD", text)
     stripped = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
     return " ".join(stripped.casefold().split())
