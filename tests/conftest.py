@@ -9,6 +9,19 @@ import pytest
 
 import kag
 from kag.examples.seed import ENTITY_MODELS, RELATION_MODELS, seed_facts
+from tests.helpers.http_server import LocalHTTPServer, local_http_server  # noqa: F401  (a fixture)
+
+
+@pytest.fixture
+def server(local_http_server: LocalHTTPServer) -> LocalHTTPServer:  # noqa: F811
+    """A started real local HTTP server on 127.0.0.1 (route/queue replies, inspect requests)."""
+    return local_http_server
+
+
+@pytest.fixture(autouse=True)
+def _no_openai_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a developer's real key must never reach the local test servers
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
 
 
 @pytest.fixture

@@ -3,34 +3,13 @@
 from __future__ import annotations
 
 import gzip
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import pytest
-
-_ROOT = str(Path(__file__).resolve().parents[2])
-if _ROOT not in sys.path:  # make `tests.helpers` importable however pytest was started
-    sys.path.insert(0, _ROOT)
-
-from tests.helpers.http_server import LocalHTTPServer, local_http_server  # noqa: E402, F401
-
-
-@pytest.fixture
-def server(local_http_server: LocalHTTPServer) -> LocalHTTPServer:  # noqa: F811
-    """The shared real local HTTP server (route/queue replies, inspect requests)."""
-    return local_http_server
-
-
-@pytest.fixture(autouse=True)
-def _no_openai_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    # a developer's real key must never reach the local test servers
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-
 
 # ------------------------------------------------------------------ a raw streaming server
 
