@@ -86,6 +86,15 @@ class _PassageModel(BaseModel):
             raise InvalidInputError(f"invalid {type(self).__name__}: {exc}") from exc
 
 
+def _metadata(value: Any) -> Any:
+    """Metadata must be a JSON-like dict (``None`` means empty)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InvalidInputError(f"metadata must be a dict, got {type(value).__name__}.")
+    return check_json_like(value)
+
+
 class Document(_PassageModel):
     """A loaded source: plain text plus where it came from.
 
@@ -103,11 +112,7 @@ class Document(_PassageModel):
     @field_validator("metadata", mode="before")
     @classmethod
     def _json_metadata(cls, value: Any) -> Any:
-        if value is None:
-            return {}
-        if not isinstance(value, dict):
-            raise InvalidInputError(f"metadata must be a dict, got {type(value).__name__}.")
-        return check_json_like(value)
+        return _metadata(value)
 
     @model_validator(mode="after")
     def _default_id(self) -> Self:
@@ -149,11 +154,7 @@ class Chunk(_PassageModel):
     @field_validator("metadata", mode="before")
     @classmethod
     def _json_metadata(cls, value: Any) -> Any:
-        if value is None:
-            return {}
-        if not isinstance(value, dict):
-            raise InvalidInputError(f"metadata must be a dict, got {type(value).__name__}.")
-        return check_json_like(value)
+        return _metadata(value)
 
     @model_validator(mode="after")
     def _check_span(self) -> Self:
