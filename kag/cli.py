@@ -23,7 +23,7 @@ import json
 import logging
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -69,44 +69,25 @@ def _kb_options(parser: argparse.ArgumentParser, *, lm: bool = False, example: b
         )
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
-    return value
+def _checked(convert: Callable[[str], Any], ok: Callable[[Any], bool], expected: str, bad: str) -> Any:
+    """An argparse ``type=``: convert the text, then check the value (messages say what is expected)."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+        if not ok(value):
+            raise argparse.ArgumentTypeError(f"{bad}, got {value}")
+        return value
+
+    return parse
 
 
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"port must be in 0..65535, got {value}")
-    return value
-
-
-def _unit(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {value}")
-    return value
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {value}")
-    return value
+_positive_int = _checked(int, lambda v: v >= 1, "an integer", "expected an integer >= 1")
+_port = _checked(int, lambda v: 0 <= v <= 65535, "a port number", "port must be in 0..65535")
+_unit = _checked(float, lambda v: 0.0 <= v <= 1.0, "a number", "expected a number in [0, 1]")
+_seconds = _checked(float, lambda v: v > 0, "seconds", "expected a positive number of seconds")
 
 
 def _json_object(text: str) -> dict[str, Any]:

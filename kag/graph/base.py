@@ -16,9 +16,8 @@ import numpy as np
 
 from kag.datamodels.base import Entity, Relation
 from kag.errors import StoreFormatError
+from kag.query.cypher import CompiledQuery
 from kag.query.plan import QueryPlan
-
-_PRIMITIVE = (str, int, float, bool)
 
 
 @dataclass(frozen=True)
@@ -60,6 +59,7 @@ class PlanResult:
 
     rows: list[PlanRow]
     count: int | None = None
+    query: CompiledQuery | None = None  # set by stores that compiled the plan to run it
 
 
 @runtime_checkable

@@ -257,7 +257,7 @@ class Neo4jGraphStore:
         compiled = compile_plan(plan)
         res = await self._read(compiled.text, compiled.params, "running a triplet search")
         if plan.count:
-            return PlanResult(rows=[], count=int(res.records[0]["count"]))
+            return PlanResult(rows=[], count=int(res.records[0]["count"]), query=compiled)
         n_nodes = 1 if plan.negated else len(plan.nodes)
         n_rels = 0 if plan.negated else len(plan.hops)
         rows = []
@@ -272,7 +272,7 @@ class Neo4jGraphStore:
                     score=float(rec["score"]),
                 )
             )
-        return PlanResult(rows=rows)
+        return PlanResult(rows=rows, query=compiled)
 
     async def get_nodes(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         res = await self._read(

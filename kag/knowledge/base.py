@@ -276,8 +276,8 @@ class KnowledgeBase:
         plan = await self.bind(self.plan(search, k=k, threshold=threshold, schema=schema, candidates=candidates))
         result = await self.store.execute(plan)
         if result.count is not None:
-            return TripletResults([], count=result.count, plan=plan)
-        return TripletResults([self._triplet(row) for row in result.rows], plan=plan)
+            return TripletResults([], count=result.count, query=result.query, plan=plan)
+        return TripletResults([self._triplet(row) for row in result.rows], query=result.query, plan=plan)
 
     async def similarity_search(self, label: str, text: str, *, k: int = 10, threshold: float = 0.0) -> list[EntityHit]:
         """Entities of ``label`` (or ``"*"``) most similar to ``text``."""

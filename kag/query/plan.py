@@ -158,7 +158,7 @@ def _text(value: Any, what: str) -> str | None:
     return text
 
 
-def _entity_labels(schema: GraphSchema, label: Any, what: str) -> tuple[str, ...]:
+def _entity_labels(schema: GraphSchema, label: Any) -> tuple[str, ...]:
     if label == ANY:
         return schema.entity_labels
     schema.entity_model(label)  # raises SchemaError naming the allowed labels
@@ -244,13 +244,13 @@ def plan_triplet_search(
     nodes: list[NodeSpec] = []
     hops: list[HopSpec] = []
     for i, ts in enumerate(hops_in):
-        for label in (ts.subject_label, ts.object_label):
-            if label != ANY:
-                schema.entity_model(label)
+        # unknown labels are reported before endpoint mismatches
+        subj_all = _entity_labels(schema, ts.subject_label)
+        obj_all = _entity_labels(schema, ts.object_label)
         specs = _relation_specs(schema, ts, i)
         rel_labels = tuple(spec.label for spec in specs)
-        subj_labels = _endpoint_labels(specs, ts, "subj", _entity_labels(schema, ts.subject_label, "subject"))
-        obj_labels = _endpoint_labels(specs, ts, "obj", _entity_labels(schema, ts.object_label, "object"))
+        subj_labels = _endpoint_labels(specs, ts, "subj", subj_all)
+        obj_labels = _endpoint_labels(specs, ts, "obj", obj_all)
         subj_text = _text(ts.subject_similarity_search, f"hop {i + 1} subject_similarity_search")
         obj_text = _text(ts.object_similarity_search, f"hop {i + 1} object_similarity_search")
         if i == 0:
@@ -284,7 +284,7 @@ def plan_similarity_search(
     label: str, text: str, schema: GraphSchema, *, k: int = 10, threshold: float = 0.0
 ) -> QueryPlan:
     """A zero-hop plan: entities of ``label`` (or ``"*"``) ranked by similarity to ``text``."""
-    labels = _entity_labels(schema, label, "label")
+    labels = _entity_labels(schema, label)
     value = _text(text, "text")
     if value is None:
         raise InvalidInputError('similarity_search needs a text; "*" matches everything, use get() instead.')
