@@ -54,7 +54,7 @@ bench: $(VENV)/.installed-dev
 	bash scripts/bench.sh
 
 schemas: $(VENV)/.installed
-	$(BIN)/python -m kag.datamodels.export schemas
+	$(BIN)/python -m kag.examples.export schemas
 
 clean:
 	-$(NEO4J) stop

@@ -1,4 +1,4 @@
-"""BM25: ``kag.rag.bm25.BM25Index`` vs the ``rank_bm25`` package's ``BM25Okapi``.
+"""BM25: ``kag.ranking.bm25.BM25Index`` vs the ``rank_bm25`` package's ``BM25Okapi``.
 
 Corpus: the standard library's ``pydoc_data.topics`` (the text behind
 ``help("topics")``), split by kag's ``RecursiveCharacterSplitter`` into chunks
@@ -24,9 +24,9 @@ import numpy as np
 from rank_bm25 import BM25Okapi
 
 from benchmarks.common import Report, Result, log
-from kag.rag.bm25 import BM25Index
-from kag.rag.embedders import words
 from kag.rag.splitter import RecursiveCharacterSplitter
+from kag.ranking.bm25 import BM25Index
+from kag.text import words
 
 GOAL = 10.0
 K = 10
@@ -157,7 +157,7 @@ def measure(report: Report, chunk_size: int, queries: int) -> None:
 
 def run(queries: int = 200, chunk_sizes: tuple[int, ...] = (500, 200)) -> Report:
     """Both chunkings of the corpus; ratio = rank_bm25 time / kag time."""
-    report = Report("BM25 (kag.rag.bm25 vs rank_bm25)")
+    report = Report("BM25 (kag.ranking.bm25 vs rank_bm25)")
     for size in chunk_sizes:
         measure(report, size, queries)
     report.notes.append("ratio = rank_bm25 time / kag time (higher is better).")

@@ -2,11 +2,24 @@
 
 Declare ``Entity`` and ``Relation`` models, store them in an embedded networkx
 graph or in Neo4j, and let a language model fill typed triplet searches that
-compile to parameterized Cypher.
+compile to parameterized Cypher. The root exports what a user writes; the query IR
+lives in :mod:`kag.query`, the RAG building blocks in :mod:`kag.rag`, typed errors in
+:mod:`kag.errors`.
 """
 
 from kag import errors
-from kag.datamodels import ANY, DataModel, Entity, Field, GraphSchema, Relation, dynamic_enum, strict_schema
+from kag.datamodels import (
+    ANY,
+    Chunk,
+    DataModel,
+    Document,
+    Entity,
+    Field,
+    GraphSchema,
+    Relation,
+    dynamic_enum,
+    strict_schema,
+)
 from kag.knowledge import (
     Citation,
     EntityHit,
@@ -20,44 +33,34 @@ from kag.knowledge import (
     TripletResults,
     create_knowledge,
 )
-from kag.lm.lexical import LexicalLM
+from kag.lm import BaseLanguageModel, LanguageModel, LexicalLM, OllamaLM, OpenAICompatibleLM, ScriptedLM
 from kag.programs import (
-    Fact,
+    ExtractionReport,
     Generator,
     Input,
+    KnowledgeExtractor,
     KnowledgeRetriever,
     Module,
     Program,
-    SymbolicTensor,
-    TemplateError,
-    UnsafeTemplateError,
+    SymbolicDataModel,
 )
-from kag.programs.extractor import ExtractionReport, KnowledgeExtractor
-from kag.query import (
-    CompiledQuery,
-    QueryPlan,
-    TripletChain,
-    TripletSearch,
-    compile_plan,
-    plan_triplet_search,
-    triplet_chain_schema,
-    triplet_search_schema,
-)
+from kag.query import TripletChain, TripletSearch, triplet_chain_schema, triplet_search_schema
 from kag.rag.embedders import CallableEmbedder, Embedder, HashEmbedder
-
-__version__ = "0.1.0"
+from kag.rag.openai_embedder import OpenAIEmbedder
+from kag.version import __version__
 
 __all__ = [
     "ANY",
+    "BaseLanguageModel",
     "CallableEmbedder",
+    "Chunk",
     "Citation",
-    "CompiledQuery",
     "DataModel",
+    "Document",
     "Embedder",
     "Entity",
     "EntityHit",
     "ExtractionReport",
-    "Fact",
     "Field",
     "Generator",
     "GraphSchema",
@@ -69,25 +72,26 @@ __all__ = [
     "KnowledgeExtractor",
     "KnowledgeRetriever",
     "KnowledgeTool",
+    "LanguageModel",
     "LexicalLM",
     "Module",
+    "OllamaLM",
+    "OpenAICompatibleLM",
+    "OpenAIEmbedder",
     "Program",
-    "QueryPlan",
     "RAGAnswer",
     "Relation",
+    "ScriptedLM",
     "SearchHit",
-    "SymbolicTensor",
-    "TemplateError",
+    "SymbolicDataModel",
     "TripletChain",
     "TripletHit",
     "TripletResults",
     "TripletSearch",
-    "UnsafeTemplateError",
-    "compile_plan",
+    "__version__",
     "create_knowledge",
     "dynamic_enum",
     "errors",
-    "plan_triplet_search",
     "strict_schema",
     "triplet_chain_schema",
     "triplet_search_schema",

@@ -1,36 +1,34 @@
-"""A blocking facade over async objects: ``obj.sync.method(...)``.
+"""Blocking facades over async objects: ``kb.sync.triplet_search(...)`` for scripts and REPLs.
 
-The facade owns one private event loop (``asyncio.Runner``) so that resources
-bound to a loop, such as the Neo4j async driver, keep working across calls.
-It refuses to run inside a running event loop, where blocking would deadlock
-or stall the caller's loop: there, ``await`` the async method instead.
+A facade runs each call on its own private event loop (one ``asyncio.Runner`` per
+facade, so connections opened by one call are reused by the next) and refuses to run
+inside a running loop, where blocking would deadlock. Facade classes declare each
+method with :func:`blocking`, so type checkers see the blocking signatures.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
-import inspect
 import threading
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Coroutine
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
 
-from kag.errors import KagError
+from kag.errors import SyncInEventLoopError
+
+P = ParamSpec("P")
+R = TypeVar("R")
+T = TypeVar("T")
 
 
-class SyncInEventLoopError(KagError, RuntimeError):
-    """``.sync`` was used from inside a running event loop."""
+class SyncFacade(Generic[T]):
+    """The blocking twin of ``target``; subclasses list its methods with :func:`blocking`."""
 
-
-class SyncFacade:
-    """Wraps every coroutine method of ``target`` as a blocking call."""
-
-    def __init__(self, target: object) -> None:
+    def __init__(self, target: T) -> None:
         self._target = target
         self._runner: asyncio.Runner | None = None
         self._lock = threading.Lock()
 
-    def _run(self, coro: Any) -> Any:
+    def _run(self, coro: Coroutine[Any, Any, R]) -> R:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -46,22 +44,25 @@ class SyncFacade:
                 self._runner = asyncio.Runner()
             return self._runner.run(coro)
 
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._target, name)
-        if inspect.iscoroutinefunction(attr):
-
-            @functools.wraps(attr)
-            def blocking(*args: Any, **kwargs: Any) -> Any:
-                return self._run(attr(*args, **kwargs))
-
-            return blocking
-        return attr
-
     def close(self) -> None:
-        """Close the private event loop (after closing the target, if it has aclose)."""
+        """Close the target (its ``aclose``, if any), then the private event loop."""
         aclose: Callable[[], Any] | None = getattr(self._target, "aclose", None)
         if aclose is not None and self._runner is not None:
             self._run(aclose())
         if self._runner is not None:
             self._runner.close()
             self._runner = None
+
+
+def blocking(
+    method: Callable[Concatenate[T, P], Coroutine[Any, Any, R]],
+) -> Callable[Concatenate[SyncFacade[T], P], R]:
+    """Declare a facade method: the blocking form of the coroutine method ``method``."""
+    name = method.__name__
+
+    def run(self: SyncFacade[T], /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self._run(getattr(self._target, name)(*args, **kwargs))
+
+    run.__name__ = run.__qualname__ = name
+    run.__doc__ = f"Blocking form of ``{name}``.\n\n{method.__doc__ or ''}"
+    return run

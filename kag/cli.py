@@ -27,9 +27,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from kag.errors import KagError
+from kag.datamodels.text import pattern_text
+from kag.errors import KagError, UsageError
 from kag.rag.loaders import Source
-from kag.server.config import EXAMPLE_SCHEMAS, Service, UsageError, default_kb_uri
+from kag.server.service import Service
+from kag.server.specs import EXAMPLE_SCHEMAS, default_kb_uri
 
 __all__ = ["build_parser", "main"]
 
@@ -102,7 +104,7 @@ def _json_object(text: str) -> dict[str, Any]:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``kag``."""
-    from kag import __version__
+    from kag.version import __version__
 
     parser = argparse.ArgumentParser(prog="kag", description=_DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"kag {__version__}")
@@ -237,20 +239,6 @@ def _one_line(text: str, limit: int = 160) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
-def _pattern(search: dict[str, Any] | None) -> str:
-    if not search:
-        return "(none)"
-    parts = []
-    for i, hop in enumerate(search.get("hops", [search])):
-        subj = f'({hop.get("subject_label", "*")} "{hop.get("subject_similarity_search", "*")}")'
-        obj = f'({hop.get("object_label", "*")} "{hop.get("object_similarity_search", "*")}")'
-        rel = hop.get("relation_label", "*")
-        arrow = f"-[{rel}]-" if hop.get("bidirectional") else f"-[{rel}]->"
-        flags = [f for f in ("negated", "count") if hop.get(f)]
-        parts.append((subj if i == 0 else "") + arrow + obj + (f" {{{', '.join(flags)}}}" if flags else ""))
-    return "".join(parts)
-
-
 def _counts_line(counts: dict[str, int]) -> str:
     labels = ", ".join(f"{k} {v}" for k, v in counts.items() if k not in ("nodes", "relations"))
     line = f"{counts.get('nodes', 0)} nodes, {counts.get('relations', 0)} relations"
@@ -347,7 +335,7 @@ async def _query(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         cited = ", ".join(c["label"] for c in result["citations"]) or "(none)"
         print(f"cited  : {cited}", file=out)
         return 0
-    print(f"search : {_pattern(result['search'])}", file=out)
+    print(f"search : {pattern_text(result['search'])}", file=out)
     print("cypher :", file=out)
     for line in (result["cypher"] or "").splitlines():
         print(f"   {line}", file=out)

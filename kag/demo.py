@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from kag.datamodels.base import DataModel, Field
+from kag.datamodels.text import pattern_text
 from kag.examples.world import load_world, world_knowledge_base
 from kag.knowledge.base import KnowledgeBase
 from kag.lm.base import LanguageModel
@@ -75,18 +76,6 @@ def build_program(kb: KnowledgeBase, lm: LanguageModel, *, max_hops: int = 2) ->
     )
 
 
-def _pattern(search: dict[str, Any]) -> str:
-    hops = search.get("hops", [search])
-    parts = []
-    for i, hop in enumerate(hops):
-        subj = f'({hop["subject_label"]} "{hop["subject_similarity_search"]}")'
-        obj = f'({hop["object_label"]} "{hop["object_similarity_search"]}")'
-        arrow = f"-[{hop['relation_label']}]-" if hop.get("bidirectional") else f"-[{hop['relation_label']}]->"
-        flags = [f for f in ("negated", "count") if hop.get(f)]
-        parts.append((subj if i == 0 else "") + arrow + obj + (f" {{{', '.join(flags)}}}" if flags else ""))
-    return "".join(parts)
-
-
 async def run(
     questions: Sequence[str] = QUESTIONS,
     *,
@@ -116,7 +105,7 @@ async def run(
         elapsed = time.perf_counter() - t0
         out("")
         out(f"Q: {question}")
-        out(f"   search : {_pattern(result.search)}")
+        out(f"   search : {pattern_text(result.search)}")
         out("   cypher :")
         out("\n".join("      " + line for line in (result.cypher or "").splitlines()))
         if result.count is not None:

@@ -85,3 +85,72 @@ class EmbeddingServiceError(EmbeddingError, LanguageModelError):
 
 class DimensionsUnknownError(ConfigError, AttributeError):
     """An embedder's vector size is not known yet (an AttributeError too: hasattr() is False)."""
+
+
+class SyncInEventLoopError(KagError, RuntimeError):
+    """``.sync`` was used from inside a running event loop: ``await`` the async method instead."""
+
+
+class UsageError(ConfigError):
+    """A command-line value is unusable (bad ``--schema``, ``--kb``, ``--lm``, label...): exit code 2."""
+
+
+class TemplateError(ConfigError):
+    """A prompt template has a syntax error, uses an undefined variable, or failed to render."""
+
+
+class UnsafeTemplateError(TemplateError):
+    """A prompt template tried something the sandbox forbids (private attributes, mutation...)."""
+
+
+class InvalidOutputError(LanguageModelError, ValueError):
+    """A completion arrived but cannot be used as is (e.g. cut off at the token limit).
+
+    Raised by :meth:`kag.lm.base.BaseLanguageModel._complete` implementations; the repair
+    loop treats it like a validation failure and asks the model again. ``raw`` keeps the
+    completion text as it arrived.
+    """
+
+    def __init__(self, message: str, raw: str = "") -> None:
+        super().__init__(message)
+        self.raw = raw
+
+
+class JSONSchemaValidationError(KagError, ValueError):
+    """A JSON value does not satisfy a JSON schema; ``errors`` lists each problem."""
+
+    MAX_REPORTED = 10
+
+    def __init__(self, errors: list[str]) -> None:
+        self.errors = list(errors)
+        shown = self.errors[: self.MAX_REPORTED]
+        more = len(self.errors) - len(shown)
+        text = "; ".join(shown) + (f"; ... and {more} more" if more > 0 else "")
+        super().__init__(text)
+
+
+class HTTPError(KagError):
+    """An error with a ready HTTP status: handlers raise it, the server answers ``status``.
+
+    ``kind`` is the error name in the JSON body; ``headers`` are added to the response
+    (``Retry-After``, ``Allow``...).
+    """
+
+    def __init__(self, status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.kind, self.message, self.headers = status, kind, message, dict(headers or {})
+
+
+class RequestRejected(HTTPError):
+    """A request refused while it was being read (framing, size, time): answered, then the connection closes."""
+
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(status, "BadRequest" if status == 400 else "Rejected", message, headers)
+
+
+class RPCError(KagError):
+    """A JSON-RPC error (MCP): ``code`` is the JSON-RPC error code, ``data`` optional details."""
+
+    def __init__(self, code: int, message: str, data: object = None) -> None:
+        super().__init__(message)
+        self.code, self.message, self.data = code, message, data

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 import kag
-from kag.query import compile_plan, plan_triplet_search
+from kag.query import QueryPlan, compile_plan, plan_triplet_search
 
 GOLDEN = Path(__file__).parent / "golden" / "cypher"
 UPDATE = os.environ.get("KAG_UPDATE_GOLDEN") == "1"
 
 
-def bound(plan: kag.QueryPlan) -> kag.QueryPlan:
+def bound(plan: QueryPlan) -> QueryPlan:
     return plan.bind(np.ones((len(plan.texts()), 4), dtype=np.float32))
 
 

@@ -6,9 +6,9 @@ from typing import Any
 import pytest
 
 import kag
-from kag.datamodels.export import example_schemas, render
 from kag.datamodels.schema import find_refs
 from kag.errors import SchemaError
+from kag.examples.export import example_schemas, render
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -71,7 +71,7 @@ def test_strict_schema_inlines_nested_models() -> None:
 @pytest.mark.parametrize("name", sorted(example_schemas()))
 def test_schema_files_are_current(name: str) -> None:
     path = ROOT / "schemas" / name
-    assert path.exists(), f"{path} missing: run `python -m kag.datamodels.export`"
+    assert path.exists(), f"{path} missing: run `python -m kag.examples.export`"
     assert path.read_text(encoding="utf-8") == render(example_schemas()[name]), (
-        f"{path} is stale: run `python -m kag.datamodels.export`"
+        f"{path} is stale: run `python -m kag.examples.export`"
     )

@@ -39,7 +39,7 @@ KEY = _KeyMarker()
 
 def check_identifier(name: str, what: str) -> str:
     """Return ``name`` if it is a safe graph identifier, else raise ``SchemaError``."""
-    if not isinstance(name, str) or not IDENTIFIER.match(name):
+    if not isinstance(name, str) or not IDENTIFIER.fullmatch(name):
         raise SchemaError(
             f"{what} {name!r} is not a valid identifier: use a letter followed by up to 63 "
             "letters, digits or underscores (pattern ^[A-Za-z][A-Za-z0-9_]{0,63}$)."

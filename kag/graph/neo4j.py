@@ -13,8 +13,10 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import random
+import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
@@ -37,6 +39,8 @@ from kag.query.cypher import compile_plan, quote, quote_name, vector_index_name
 from kag.query.plan import QueryPlan
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+SLOW_QUERY_SECONDS = 1.0  # statements at least this slow are logged at WARNING
 ENTITY = "KagEntity"  # shared label of entity nodes: one id index for lookups and endpoints
 _RETRYABLE = (nx.ServiceUnavailable, nx.SessionExpired, nx.TransientError, OSError)
 
@@ -108,7 +112,11 @@ class Neo4jGraphStore:
             return BackendUnavailableError(f"Neo4j stayed busy while {what}: {exc}. Retry later.")
         return QueryError(f"Neo4j rejected a query while {what}: {exc}")
 
-    async def _retry(self, what: str, fn: Callable[[], Awaitable[T]]) -> T:
+    async def retry(self, what: str, fn: Callable[[], Awaitable[T]]) -> T:
+        """Run ``fn`` with bounded, jittered retries on transient errors; translate driver errors.
+
+        ``what`` completes the sentence "... while <what>" in error messages and logs.
+        """
         attempt = 0
         while True:
             try:
@@ -119,12 +127,26 @@ class Neo4jGraphStore:
                 if attempt >= self.max_retries:
                     raise self._translate(exc, what) from exc
                 # bounded exponential backoff with jitter
-                await asyncio.sleep(self.backoff * (2**attempt) * (0.5 + random.random() / 2))
+                delay = self.backoff * (2**attempt) * (0.5 + random.random() / 2)
+                log.warning(
+                    "Neo4j %s failed while %s (%s); retry %d in %.2fs",
+                    self.uri,
+                    what,
+                    type(exc).__name__,
+                    attempt + 1,
+                    delay,
+                )
+                await asyncio.sleep(delay)
                 attempt += 1
             except nx.Neo4jError as exc:
                 raise self._translate(exc, what) from exc
 
-    async def _run(self, query: str, params: dict[str, Any] | None, *, write: bool, what: str) -> neo4j.EagerResult:
+    async def run(self, query: str, params: dict[str, Any] | None, *, write: bool, what: str) -> neo4j.EagerResult:
+        """Run one parameterized statement (routed to a writer when ``write``), with retries.
+
+        Statements slower than ``SLOW_QUERY_SECONDS`` are logged at WARNING with their
+        purpose and duration (never their parameters, which may hold user data).
+        """
         routing = RoutingControl.WRITE if write else RoutingControl.READ
 
         async def call() -> neo4j.EagerResult:
@@ -132,7 +154,14 @@ class Neo4jGraphStore:
                 query, parameters_=params or {}, routing_=routing, database_=self.database
             )
 
-        return await self._retry(what, call)
+        started = time.perf_counter()
+        result = await self.retry(what, call)
+        elapsed = time.perf_counter() - started
+        if elapsed >= SLOW_QUERY_SECONDS:
+            log.warning("slow Neo4j query while %s: %.3fs", what, elapsed)
+        else:
+            log.debug("Neo4j query while %s: %.3fs", what, elapsed)
+        return result
 
     # -- schema ---------------------------------------------------------------
     async def ensure_schema(
@@ -162,12 +191,12 @@ class Neo4jGraphStore:
                 f"FOR ()-[r:{quote(label)}]-() REQUIRE r.id IS UNIQUE"
             )
         for stmt in statements:
-            await self._run(stmt, None, write=True, what="creating constraints and indexes")
-        await self._run("CALL db.awaitIndexes(300)", None, write=False, what="waiting for indexes")
+            await self.run(stmt, None, write=True, what="creating constraints and indexes")
+        await self.run("CALL db.awaitIndexes(300)", None, write=False, what="waiting for indexes")
         await self._check_dimensions(entity_labels, dims)
 
     async def _check_dimensions(self, labels: Sequence[str], dims: int) -> None:
-        res = await self._run(
+        res = await self.run(
             "SHOW VECTOR INDEXES YIELD name, options WHERE name STARTS WITH 'kag_' RETURN name, options",
             None,
             write=False,
@@ -195,7 +224,7 @@ class Neo4jGraphStore:
                 f"SET n:{quote(label)}, n += row.props, n.embedding = row.embedding"
             )
             for start in range(0, len(rows), self.batch_size):
-                await self._run(
+                await self.run(
                     query, {"rows": rows[start : start + self.batch_size]}, write=True, what=f"writing {label} nodes"
                 )
         rels: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -210,7 +239,7 @@ class Neo4jGraphStore:
                 "SET r += row.props"
             )
             for start in range(0, len(rows), self.batch_size):
-                await self._run(
+                await self.run(
                     query,
                     {"rows": rows[start : start + self.batch_size]},
                     write=True,
@@ -222,14 +251,14 @@ class Neo4jGraphStore:
         found = 0
         if self._relation_labels:
             types = "|".join(quote(t) for t in self._relation_labels)
-            res = await self._run(
+            res = await self.run(
                 f"MATCH ()-[r:{types}]->() WHERE r.id IN $ids WITH r, r.id AS id DELETE r RETURN count(id) AS n",
                 {"ids": ids},
                 write=True,
                 what="deleting relations",
             )
             found += int(res.records[0]["n"])
-        res = await self._run(
+        res = await self.run(
             f"UNWIND $ids AS id MATCH (n:{quote(ENTITY)} {{id: id}}) DETACH DELETE n RETURN count(*) AS n",
             {"ids": ids},
             write=True,
@@ -238,15 +267,16 @@ class Neo4jGraphStore:
         return found + int(res.records[0]["n"])
 
     # -- reads ----------------------------------------------------------------
-    async def _read(self, query: str, params: dict[str, Any], what: str) -> neo4j.EagerResult:
+    async def read(self, query: str, params: dict[str, Any], what: str) -> neo4j.EagerResult:
+        """Run a query that ``EXPLAIN`` proves read-only (see :meth:`assert_read_only`)."""
         await self.assert_read_only(query, params)
-        return await self._run(query, params, write=False, what=what)
+        return await self.run(query, params, write=False, what=what)
 
     async def assert_read_only(self, query: str, params: dict[str, Any]) -> None:
         """Refuse ``query`` unless ``EXPLAIN`` reports it read-only (cached per text)."""
         if query in self._read_only:
             return
-        res = await self._run("EXPLAIN " + query, params, write=False, what="checking a query plan")
+        res = await self.run("EXPLAIN " + query, params, write=False, what="checking a query plan")
         if res.summary.query_type != "r":
             raise UnsafeQueryError(
                 f"refused to run a query Neo4j classifies as {res.summary.query_type!r}, not read-only: {query[:200]}"
@@ -255,7 +285,7 @@ class Neo4jGraphStore:
 
     async def execute(self, plan: QueryPlan) -> PlanResult:
         compiled = compile_plan(plan)
-        res = await self._read(compiled.text, compiled.params, "running a triplet search")
+        res = await self.read(compiled.text, compiled.params, "running a triplet search")
         if plan.count:
             return PlanResult(rows=[], count=int(res.records[0]["count"]), query=compiled)
         n_nodes = 1 if plan.negated else len(plan.nodes)
@@ -275,7 +305,7 @@ class Neo4jGraphStore:
         return PlanResult(rows=rows, query=compiled)
 
     async def get_nodes(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        res = await self._read(
+        res = await self.read(
             f"UNWIND $ids AS id MATCH (n:{quote(ENTITY)} {{id: id}}) "
             "RETURN n.id AS id, n {.*, embedding: null} AS props",
             {"ids": list(ids)},
@@ -287,7 +317,7 @@ class Neo4jGraphStore:
         if not self._relation_labels:
             return {}
         types = "|".join(quote(t) for t in self._relation_labels)
-        res = await self._read(
+        res = await self.read(
             f"MATCH (a)-[r:{types}]->(b) WHERE r.id IN $ids "
             "RETURN r.id AS id, a.id AS start, b.id AS end, r {.*} AS props",
             {"ids": list(ids)},
@@ -298,12 +328,12 @@ class Neo4jGraphStore:
     async def counts(self) -> dict[str, int]:
         out: dict[str, int] = {"nodes": 0, "relations": 0}
         for label in self._entity_labels:
-            res = await self._read(f"MATCH (n:{quote(label)}) RETURN count(n) AS n", {}, "counting nodes")
+            res = await self.read(f"MATCH (n:{quote(label)}) RETURN count(n) AS n", {}, "counting nodes")
             out[label] = int(res.records[0]["n"])
-        res = await self._read(f"MATCH (n:{quote(ENTITY)}) RETURN count(n) AS n", {}, "counting nodes")
+        res = await self.read(f"MATCH (n:{quote(ENTITY)}) RETURN count(n) AS n", {}, "counting nodes")
         out["nodes"] = int(res.records[0]["n"])
         for label in self._relation_labels:
-            res = await self._read(f"MATCH ()-[r:{quote(label)}]->() RETURN count(r) AS n", {}, "counting relations")
+            res = await self.read(f"MATCH ()-[r:{quote(label)}]->() RETURN count(r) AS n", {}, "counting relations")
             out[label] = int(res.records[0]["n"])
             out["relations"] += out[label]
         return {k: v for k, v in out.items() if v or k in ("nodes", "relations")}
@@ -313,7 +343,7 @@ class Neo4jGraphStore:
     ) -> tuple[dict[str, dict[str, Any]], list[tuple[str, str, str]]]:
         """Nodes (id -> properties) and edges (start, end, type) within ``depth`` hops of ``ids``."""
         node = quote(ENTITY)
-        res = await self._read(
+        res = await self.read(
             f"MATCH (n:{node}) WHERE n.id IN $ids RETURN n.id AS id, n {{.*, embedding: null}} AS props",
             {"ids": list(ids)},
             "reading a neighborhood",
@@ -323,7 +353,7 @@ class Neo4jGraphStore:
         for _ in range(depth):
             if not frontier or len(nodes) >= limit:
                 break
-            res = await self._read(
+            res = await self.read(
                 f"MATCH (a:{node})-[r]-(b:{node}) WHERE a.id IN $ids AND NOT b.id IN $seen "
                 "RETURN DISTINCT b.id AS id, b {.*, embedding: null} AS props ORDER BY id LIMIT $limit",
                 {"ids": frontier, "seen": list(nodes), "limit": limit - len(nodes)},
@@ -331,7 +361,7 @@ class Neo4jGraphStore:
             )
             frontier = [r["id"] for r in res.records]
             nodes.update({r["id"]: _clean(r["props"]) for r in res.records})
-        res = await self._read(
+        res = await self.read(
             f"MATCH (a:{node})-[r]->(b:{node}) WHERE a.id IN $ids AND b.id IN $ids "
             "RETURN a.id AS start, b.id AS end, type(r) AS type",
             {"ids": list(nodes)},
@@ -349,7 +379,7 @@ class Neo4jGraphStore:
             async with self.driver.session(database=self.database) as session:
                 await (await session.run(query)).consume()
 
-        await self._retry("clearing the graph", call)
+        await self.retry("clearing the graph", call)
 
 
 def _clean(props: dict[str, Any] | None) -> dict[str, Any]:

@@ -19,7 +19,7 @@ Scores and ordering (identical on both backends):
   Neo4j. Both are BM25 variants but their parameters and tokenizers differ, so
   keyword *scores* differ between backends (the top hits usually agree).
 
-Metadata filters (:mod:`kag.rag.filters`) apply to chunk metadata, which is the
+Metadata filters (:mod:`kag.query.filters`) apply to chunk metadata, which is the
 document metadata plus ``source``, ``document_id``, ``chunk_index``, ``start``
 and ``end``.
 """
@@ -27,14 +27,13 @@ and ``end``.
 from __future__ import annotations
 
 import json
-import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from kag.errors import ConfigError, StoreFormatError
+from kag.errors import StoreFormatError
 
 DOCUMENT = "Document"
 CHUNK = "Chunk"
@@ -262,33 +261,3 @@ class PassageStore(Protocol):
     async def clear(self) -> None:
         """Delete every document and chunk."""
         ...
-
-
-_MEMORY_STORES: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
-
-
-def passage_store_for(store: Any) -> PassageStore:
-    """The passage store of a graph store (memory stores share one side structure per store)."""
-    from kag.graph.memory import MemoryGraphStore
-
-    if isinstance(store, MemoryGraphStore):
-        found = _MEMORY_STORES.get(store)
-        if found is None:
-            from kag.graph.passages_memory import MemoryPassageStore
-
-            path = None if store.path is None else store.path.with_name(store.path.name + ".passages.json")
-            found = _MEMORY_STORES[store] = MemoryPassageStore(store, path=path)
-        result: PassageStore = found
-        return result
-    try:
-        from kag.graph.neo4j import Neo4jGraphStore
-    except ImportError:  # pragma: no cover - the driver is a hard dependency
-        Neo4jGraphStore = None  # type: ignore[assignment,misc]
-    if Neo4jGraphStore is not None and isinstance(store, Neo4jGraphStore):
-        from kag.graph.passages_neo4j import Neo4jPassageStore
-
-        return Neo4jPassageStore(store)
-    raise ConfigError(
-        f"{type(store).__name__} has no passage support; pass passage_store=... "
-        "(an object implementing kag.graph.passages.PassageStore)."
-    )

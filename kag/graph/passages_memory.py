@@ -5,7 +5,7 @@ dicts next to the entity graph (``store.graph`` holds entities only, so the
 entity store's own persistence and plan evaluation are untouched). Chunk
 vectors form one numpy matrix ordered by chunk id, rebuilt lazily after writes,
 so a vector search is one matrix-vector product and ties fall out in id order.
-Keywords use :class:`kag.rag.bm25.BM25Index`. Filter masks are cached per
+Keywords use :class:`kag.ranking.bm25.BM25Index`. Filter masks are cached per
 filter until the next write.
 
 A store opened with a path keeps its passages in ``<path>.passages.json``
@@ -30,8 +30,9 @@ import numpy as np
 from kag.errors import EmbeddingError, InvalidInputError, StoreFormatError
 from kag.graph.memory import MemoryGraphStore
 from kag.graph.passages import ChunkRecord, DocumentRecord, Mention, PassageRow
-from kag.rag.bm25 import BM25Index
-from kag.rag.filters import compile_matcher, validate_filter
+from kag.query.filters import compile_matcher, validate_filter
+from kag.ranking.bm25 import BM25Index
+from kag.validation import check_k
 
 FORMAT = "kag-memory-passages"
 VERSION = 1
@@ -191,7 +192,7 @@ class MemoryPassageStore:
         where: Mapping[str, Any] | None = None,
         ids: Sequence[str] | None = None,
     ) -> list[PassageRow]:
-        k = _check_k(k)
+        k = check_k(k, minimum=0)
         mask = self._mask(where).copy()
         if ids is not None:
             keep = np.zeros_like(mask)
@@ -213,7 +214,7 @@ class MemoryPassageStore:
         return [self._row(self._order[rows[j]], float(sims[j])) for j in order]
 
     async def keyword_search(self, text: str, k: int, where: Mapping[str, Any] | None = None) -> list[PassageRow]:
-        k = _check_k(k)
+        k = check_k(k, minimum=0)
         if not isinstance(text, str):
             raise InvalidInputError(f"keyword_search() takes str, got {type(text).__name__}.")
         mask = self._mask(where)
@@ -360,9 +361,3 @@ class MemoryPassageStore:
         self._bm25.add([c.id for c in chunks], [c.text for c in chunks])
         self._add_mentions(mentions)  # the entity store was loaded first: link to its nodes
         self._dirty = True
-
-
-def _check_k(k: Any) -> int:
-    if not isinstance(k, int) or isinstance(k, bool) or k < 0:
-        raise InvalidInputError(f"k must be an int >= 0, got {k!r}.")
-    return k

@@ -8,8 +8,8 @@
   re-written document never keeps stale chunks;
 * chunk metadata is stored twice: as JSON (``metadata``, exact round trip) and
   flattened into ``meta__*`` properties that filters compile to
-  (:func:`kag.rag.filters.compile_cypher`, always parameterized);
-* every read goes through the store's EXPLAIN-guarded ``_read``.
+  (:func:`kag.query.filters.compile_cypher`, always parameterized);
+* every read goes through the store's EXPLAIN-guarded ``read``.
 
 Vector search is exact (``vector.similarity.cosine`` over the filtered chunks,
 which Neo4j maps to ``[0, 1]`` as ``(1 + cos) / 2``), so it agrees with the
@@ -30,7 +30,8 @@ import numpy as np
 from kag.errors import EmbeddingError, InvalidInputError
 from kag.graph.neo4j import ENTITY, Neo4jGraphStore
 from kag.graph.passages import ChunkRecord, DocumentRecord, Mention, PassageRow, sort_rows
-from kag.rag.filters import compile_cypher, flatten_metadata, validate_filter
+from kag.query.filters import compile_cypher, flatten_metadata, validate_filter
+from kag.validation import check_k
 
 VECTOR_INDEX = "kag_chunk_embedding"
 FULLTEXT_INDEX = "kag_chunk_text"
@@ -57,7 +58,7 @@ class Neo4jPassageStore:
     # -- schema ---------------------------------------------------------------
     async def ensure_schema(self, dimensions: int) -> None:
         dims = int(dimensions)
-        run = self.graph_store._run
+        run = self.graph_store.run
         statements = [
             "CREATE CONSTRAINT kag_document_id IF NOT EXISTS FOR (d:Document) REQUIRE d.id IS UNIQUE",
             "CREATE CONSTRAINT kag_chunk_id IF NOT EXISTS FOR (c:Chunk) REQUIRE c.id IS UNIQUE",
@@ -101,7 +102,7 @@ class Neo4jPassageStore:
                 result: list[int] = await session.execute_write(work)
                 return result
 
-        return await store._retry(what, call)
+        return await store.retry(what, call)
 
     async def write(
         self, documents: Sequence[DocumentRecord], chunks: Sequence[ChunkRecord], mentions: Sequence[Mention]
@@ -205,12 +206,9 @@ class Neo4jPassageStore:
             async with store.driver.session(database=store.database) as session:
                 await (await session.run(query)).consume()
 
-        await store._retry("clearing documents and chunks", call)
+        await store.retry("clearing documents and chunks", call)
 
     # -- reads ----------------------------------------------------------------
-    async def _read(self, query: str, params: dict[str, Any], what: str) -> Any:
-        return await self.graph_store._read(query, params, what)
-
     @staticmethod
     def _rows(records: Sequence[Any]) -> list[PassageRow]:
         return sort_rows([PassageRow.from_properties(r["props"], r["score"], r["mentions"]) for r in records])
@@ -222,7 +220,7 @@ class Neo4jPassageStore:
         where: Mapping[str, Any] | None = None,
         ids: Sequence[str] | None = None,
     ) -> list[PassageRow]:
-        k = _check_k(k)
+        k = check_k(k, minimum=0)
         vec = np.asarray(vector, dtype=np.float32).reshape(-1)
         if self._dims is not None and vec.shape[0] != self._dims:
             raise EmbeddingError(f"query vector has {vec.shape[0]} dimensions, the passages {self._dims}.")
@@ -240,11 +238,11 @@ class Neo4jPassageStore:
             "WITH c, vector.similarity.cosine(c.embedding, $vector) AS score\n"
             "ORDER BY score DESC, c.id ASC LIMIT $k\n" + _ROW
         )
-        res = await self._read(query, params, "searching chunks by vector")
+        res = await self.graph_store.read(query, params, "searching chunks by vector")
         return self._rows(res.records)
 
     async def keyword_search(self, text: str, k: int, where: Mapping[str, Any] | None = None) -> list[PassageRow]:
-        k = _check_k(k)
+        k = check_k(k, minimum=0)
         if not isinstance(text, str):
             raise InvalidInputError(f"keyword_search() takes str, got {type(text).__name__}.")
         validate_filter(where)
@@ -258,13 +256,13 @@ class Neo4jPassageStore:
             f"WITH node AS c, score WHERE c:Chunk AND {cond}\n"
             "WITH c, score ORDER BY score DESC, c.id ASC LIMIT $k\n" + _ROW
         )
-        res = await self._read(query, params, "searching chunks by keyword")
+        res = await self.graph_store.read(query, params, "searching chunks by keyword")
         return self._rows(res.records)
 
     async def chunk_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         if not ids:
             return {}
-        res = await self._read(
+        res = await self.graph_store.read(
             "UNWIND $ids AS id MATCH (c:Chunk {id: id}) RETURN c.id AS id, c.embedding AS embedding",
             {"ids": list(dict.fromkeys(ids))},
             "reading chunk vectors",
@@ -274,7 +272,7 @@ class Neo4jPassageStore:
     async def get_chunks(self, ids: Sequence[str]) -> list[PassageRow]:
         if not ids:
             return []
-        res = await self._read(
+        res = await self.graph_store.read(
             "UNWIND $ids AS id MATCH (c:Chunk {id: id}) WITH c, 0.0 AS score\n" + _ROW,
             {"ids": list(dict.fromkeys(ids))},
             "reading chunks",
@@ -287,7 +285,7 @@ class Neo4jPassageStore:
             return set()
         params: dict[str, Any] = {"ids": list(dict.fromkeys(entity_ids))}
         cond = compile_cypher(where, "c", params)
-        res = await self._read(
+        res = await self.graph_store.read(
             f"MATCH (c:Chunk)-[:MENTIONS]->(e:{ENTITY}) WHERE e.id IN $ids AND {cond} RETURN DISTINCT e.id AS id",
             params,
             "reading mentioned entities",
@@ -295,7 +293,7 @@ class Neo4jPassageStore:
         return {r["id"] for r in res.records}
 
     async def entities(self) -> list[tuple[str, str, dict[str, Any]]]:
-        res = await self._read(
+        res = await self.graph_store.read(
             f"MATCH (n:{ENTITY}) RETURN n.id AS id, n {{.*, embedding: null}} AS props ORDER BY id",
             {},
             "reading entity names",
@@ -307,7 +305,7 @@ class Neo4jPassageStore:
         return out
 
     async def chunk_texts(self, after: str | None, limit: int) -> list[tuple[str, str]]:
-        res = await self._read(
+        res = await self.graph_store.read(
             "MATCH (c:Chunk) WHERE $after IS NULL OR c.id > $after "
             "RETURN c.id AS id, c.text AS text ORDER BY id LIMIT $limit",
             {"after": after, "limit": max(0, int(limit))},
@@ -322,7 +320,7 @@ class Neo4jPassageStore:
         sources: Sequence[str] | None = None,
         origins: Sequence[str] | None = None,
     ) -> list[DocumentRecord]:
-        res = await self._read(
+        res = await self.graph_store.read(
             "MATCH (d:Document) WHERE ($ids IS NULL OR d.id IN $ids) AND ($sources IS NULL OR d.source IN $sources) "
             "AND ($origins IS NULL OR d.origin IN $origins) RETURN d {.*} AS props ORDER BY d.id",
             {
@@ -335,7 +333,7 @@ class Neo4jPassageStore:
         return [DocumentRecord.from_properties(r["props"]) for r in res.records]
 
     async def counts(self) -> dict[str, int]:
-        res = await self._read(
+        res = await self.graph_store.read(
             "CALL () { MATCH (d:Document) RETURN count(d) AS documents } "
             "CALL () { MATCH (c:Chunk) RETURN count(c) AS chunks } "
             "CALL () { MATCH (:Chunk)-[m:MENTIONS]->() RETURN count(m) AS mentions } "
@@ -352,9 +350,3 @@ def _props(fixed: dict[str, Any], metadata: Mapping[str, Any]) -> dict[str, Any]
     props: dict[str, Any] = dict(flatten_metadata(metadata))
     props.update(fixed)
     return props
-
-
-def _check_k(k: Any) -> int:
-    if not isinstance(k, int) or isinstance(k, bool) or k < 0:
-        raise InvalidInputError(f"k must be an int >= 0, got {k!r}.")
-    return k

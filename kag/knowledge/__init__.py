@@ -2,8 +2,10 @@
 
 from kag.knowledge.answer import Citation, RAGAnswer
 from kag.knowledge.base import KnowledgeBase
-from kag.knowledge.hits import EntityHit, TripletHit, TripletResults
-from kag.knowledge.knowledge import IndexReport, Knowledge, SearchHit, create_knowledge
+from kag.knowledge.factory import create_knowledge
+from kag.knowledge.hits import EntityHit, SearchHit, TripletHit, TripletResults
+from kag.knowledge.indexing import IndexReport
+from kag.knowledge.knowledge import Knowledge
 from kag.knowledge.tool import KnowledgeTool
 
 __all__ = [

@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any, Literal
 import pydantic
 
 from kag.errors import InvalidInputError, KnowledgeNotFoundError
+from kag.knowledge.hits import Searcher, SearchHit
 from kag.knowledge.html import esc, scored_table
 from kag.knowledge.tool import RenderedContext, render_context
 
 if TYPE_CHECKING:
-    from kag.knowledge.knowledge import Knowledge, SearchHit
     from kag.lm.base import LanguageModel, Message
 
 __all__ = ["ANSWER_SCHEMA", "DEFAULT_ANSWER_INSTRUCTIONS", "AnswerMode", "Citation", "RAGAnswer", "ask"]
@@ -126,7 +126,7 @@ def _citation(label: str, hit: SearchHit) -> Citation:
 
 
 async def ask(
-    knowledge: Knowledge,
+    knowledge: Searcher,
     question: str,
     *,
     language_model: LanguageModel,

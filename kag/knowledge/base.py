@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from kag._sync import SyncFacade
+from kag._sync import SyncFacade, blocking
 from kag.datamodels.base import Entity, Relation
 from kag.datamodels.schema import GraphSchema
 from kag.errors import ConfigError, EmbeddingError, InvalidInputError, SchemaError
@@ -60,14 +60,14 @@ class KnowledgeBase:
         self._ready = False
         self._ready_lock = asyncio.Lock()
         self.revision = 0  # bumped by every write, so caches built from the graph can tell they are stale
-        self._sync: SyncFacade | None = None
+        self._sync: KnowledgeBaseSync | None = None
 
     # -- lifecycle ------------------------------------------------------------
     @property
-    def sync(self) -> Any:
+    def sync(self) -> KnowledgeBaseSync:
         """Blocking facade: ``kb.sync.triplet_search(...)`` (refuses inside an event loop)."""
         if self._sync is None:
-            self._sync = SyncFacade(self)
+            self._sync = KnowledgeBaseSync(self)
         return self._sync
 
     @property
@@ -337,3 +337,23 @@ class KnowledgeBase:
 def _set_fields(model: Entity | Relation) -> set[str]:
     keys = set(type(model).key_fields())
     return (set(model.model_fields_set) | keys | {"label"}) - {"subj", "obj"}
+
+
+class KnowledgeBaseSync(SyncFacade[KnowledgeBase]):
+    """``kb.sync``: every coroutine method of :class:`KnowledgeBase`, blocking."""
+
+    ensure_ready = blocking(KnowledgeBase.ensure_ready)
+    aclose = blocking(KnowledgeBase.aclose)
+    embed = blocking(KnowledgeBase.embed)
+    upsert = blocking(KnowledgeBase.upsert)
+    provenance = blocking(KnowledgeBase.provenance)
+    delete = blocking(KnowledgeBase.delete)
+    get = blocking(KnowledgeBase.get)
+    counts = blocking(KnowledgeBase.counts)
+    save = blocking(KnowledgeBase.save)
+    bind = blocking(KnowledgeBase.bind)
+    compile = blocking(KnowledgeBase.compile)
+    triplet_search = blocking(KnowledgeBase.triplet_search)
+    similarity_search = blocking(KnowledgeBase.similarity_search)
+    execute = blocking(KnowledgeBase.execute)
+    subgraph = blocking(KnowledgeBase.subgraph)

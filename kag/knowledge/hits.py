@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from kag.datamodels.base import Entity, Relation
+from kag.datamodels.text import arrow, fact_line, properties_text
 from kag.knowledge.html import esc, scored_table
 from kag.query.cypher import CompiledQuery, compile_plan
 from kag.query.plan import QueryPlan
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|_")
 
 
 @dataclass(frozen=True)
@@ -41,9 +46,39 @@ class TripletHit:
         for i, rel in enumerate(self.relations):
             nxt = self.path[i + 1]
             forward = rel.subj.id == self.path[i].id
-            parts.append(f" -[{rel.label}]-> " if forward else f" <-[{rel.label}]- ")
+            parts.append(f" {arrow(rel.label, 'forward' if forward else 'backward')} ")
             parts.append(_name(nxt))
         return "".join(parts)
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        """``(subject, relation, object)`` ids in the relation's direction, or ``(entity,)``."""
+        if self.relation is None or self.object is None:
+            return (self.subject.id,)
+        return (self.relation.subj.id, self.relation.id, self.relation.obj.id)
+
+    def describe(self) -> str:
+        """The fact with its properties, in the relation's direction.
+
+        ``Paris -[IsCapitalOf]-> France (since=1944)``, or ``City Paris: population=2103000``
+        for an entity on its own. This is the line tools and answers show a model.
+        """
+        if self.relation is None or self.object is None:
+            entity = self.subject
+            keys = {*type(entity).key_fields(), "label"}
+            props = properties_text({k: v for k, v in entity.to_dict().items() if k not in keys})
+            return f"{entity.label} {entity.search_text()}" + (f": {props}" if props else "")
+        rel = self.relation
+        props = properties_text(rel.properties())
+        return fact_line(rel.subj.search_text(), rel.label, rel.obj.search_text()) + (f" ({props})" if props else "")
+
+    def sentence(self) -> str:
+        """The fact in words, for ranking it against a question: ``Paris is capital of France``."""
+        if self.relation is None or self.object is None:
+            return self.describe()
+        rel = self.relation
+        props = properties_text(rel.properties())
+        return f"{rel.subj.search_text()} {humanize(rel.label)} {rel.obj.search_text()} {props}".strip()
 
     def to_dict(self) -> dict[str, Any]:
         """The fact as JSON: ``subject``/``object`` follow the relation's own direction.
@@ -66,6 +101,11 @@ class TripletHit:
 
     def _repr_html_(self) -> str:
         return scored_table(["fact"], [((self.text(),), self.score)])
+
+
+def humanize(label: str) -> str:
+    """``IsCapitalOf`` -> ``is capital of``."""
+    return " ".join(p for p in _CAMEL.split(label) if p).lower()
 
 
 def _name(entity: Entity) -> str:
@@ -106,3 +146,66 @@ def _query_html(query: CompiledQuery | None) -> str:
     if query is None:
         return ""
     return f"<details><summary>Cypher</summary><pre>{esc(query.text)}</pre></details>"
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One search result.
+
+    ``kind`` is ``"fact"`` (from the typed graph) or ``"passage"`` (a chunk).
+    ``ids`` are graph ids: ``(subject, relation, object)`` or ``(entity,)`` for a
+    fact, ``(chunk_id, document_id)`` for a passage. ``source`` is ``"graph"`` for
+    facts and the document source for passages. ``metadata`` holds the fact as a
+    dict, or the chunk metadata (document metadata + ``source``, ``document_id``,
+    ``chunk_index``, ``start``, ``end``). ``mentions`` lists the ids of the
+    entities a passage mentions.
+    """
+
+    kind: Literal["fact", "passage"]
+    text: str
+    score: float
+    source: str
+    ids: tuple[str, ...]
+    metadata: dict[str, Any] = field(default_factory=dict)
+    mentions: tuple[str, ...] = ()
+    title: str = ""
+
+    def _repr_html_(self) -> str:
+        return scored_table(["kind", "source", "text"], [((self.kind, self.source, self.text[:300]), self.score)])
+
+    @property
+    def id(self) -> str:
+        """The primary id: the chunk id of a passage, the relation (or entity) id of a fact."""
+        if self.kind == "fact" and len(self.ids) == 3:
+            return self.ids[1]
+        return self.ids[0] if self.ids else ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-compatible dict."""
+        return {
+            "kind": self.kind,
+            "text": self.text,
+            "score": self.score,
+            "source": self.source,
+            "title": self.title,
+            "ids": list(self.ids),
+            "metadata": self.metadata,
+            "mentions": list(self.mentions),
+        }
+
+
+@runtime_checkable
+class Searcher(Protocol):
+    """What a tool and an answer need from a knowledge source: a name and a search.
+
+    ``Knowledge`` implements it; so can any object that returns :class:`SearchHit` lists.
+    """
+
+    name: str
+    description: str
+    context_max_chars: int
+    score_threshold: float
+
+    async def search(self, query: str, k: int = 5, where: Mapping[str, Any] | None = None) -> Sequence[SearchHit]:
+        """Up to ``k`` hits for ``query`` (facts, then passages), optionally filtered by metadata."""
+        ...

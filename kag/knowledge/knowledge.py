@@ -25,104 +25,51 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from kag._sync import SyncFacade
+from kag._sync import SyncFacade, blocking
 from kag.datamodels.base import Entity, Relation
 from kag.datamodels.documents import Document
-from kag.errors import ConfigError, InvalidInputError, SchemaError
-from kag.graph.passages import DocumentRecord, PassageRow, PassageStore, passage_store_for
+from kag.errors import ConfigError, InvalidInputError
+from kag.graph.factory import passage_store_for
+from kag.graph.passages import DocumentRecord, PassageRow, PassageStore
+from kag.knowledge.answer import AnswerMode, RAGAnswer, ask
 from kag.knowledge.base import KnowledgeBase
-from kag.knowledge.hits import TripletHit
-from kag.knowledge.html import scored_table
-from kag.knowledge.passages import (
-    EntityMatcher,
-    EntityRef,
+from kag.knowledge.facts import FactFinder
+from kag.knowledge.hits import SearchHit
+from kag.knowledge.indexing import (
     IndexReport,
     LoadedDocument,
     PassageIndexer,
     as_sources,
-    build_matcher,
     failure,
     load_sources,
-    names_of,
     origin_of,
 )
-from kag.query.triplet import TripletSearch
-from kag.rag.embedders import Embedder
-from kag.rag.filters import validate_filter
+from kag.knowledge.mentions import EntityMatcher, build_matcher, names_of
+from kag.knowledge.tool import KnowledgeTool, render_context
+from kag.query.filters import validate_filter
 from kag.rag.loaders import AutoLoader, Source
-from kag.rag.ranking import min_max_normalize, mmr, sort_results
 from kag.rag.splitter import RecursiveCharacterSplitter
+from kag.ranking.fusion import hybrid_scores, min_max_normalize, mmr
+from kag.validation import check_finite, check_k, check_threshold
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from kag.knowledge.answer import AnswerMode, RAGAnswer
-    from kag.knowledge.tool import KnowledgeTool
     from kag.lm.base import LanguageModel
 
-__all__ = ["IndexReport", "Knowledge", "SearchHit", "SearchMode", "create_knowledge"]
+__all__ = ["Knowledge", "SearchMode"]
 
 SearchMode = Literal["hybrid", "vector", "keyword"]
 MODES: tuple[str, ...] = ("hybrid", "vector", "keyword")
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,57}$")
-FACT_THRESHOLD = 0.999  # the anchor entity itself: its key text against its own embedding
 _HAS_WORD = re.compile(r"\w", re.UNICODE)
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|_")
-
-
-@dataclass(frozen=True)
-class SearchHit:
-    """One search result.
-
-    ``kind`` is ``"fact"`` (from the typed graph) or ``"passage"`` (a chunk).
-    ``ids`` are graph ids: ``(subject, relation, object)`` or ``(entity,)`` for a
-    fact, ``(chunk_id, document_id)`` for a passage. ``source`` is ``"graph"`` for
-    facts and the document source for passages. ``metadata`` holds the fact as a
-    dict, or the chunk metadata (document metadata + ``source``, ``document_id``,
-    ``chunk_index``, ``start``, ``end``). ``mentions`` lists the ids of the
-    entities a passage mentions.
-    """
-
-    kind: Literal["fact", "passage"]
-    text: str
-    score: float
-    source: str
-    ids: tuple[str, ...]
-    metadata: dict[str, Any] = field(default_factory=dict)
-    mentions: tuple[str, ...] = ()
-    title: str = ""
-
-    def _repr_html_(self) -> str:
-        return scored_table(["kind", "source", "text"], [((self.kind, self.source, self.text[:300]), self.score)])
-
-    @property
-    def id(self) -> str:
-        """The primary id: the chunk id of a passage, the relation (or entity) id of a fact."""
-        if self.kind == "fact" and len(self.ids) == 3:
-            return self.ids[1]
-        return self.ids[0] if self.ids else ""
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-compatible dict."""
-        return {
-            "kind": self.kind,
-            "text": self.text,
-            "score": self.score,
-            "source": self.source,
-            "title": self.title,
-            "ids": list(self.ids),
-            "metadata": self.metadata,
-            "mentions": list(self.mentions),
-        }
 
 
 class Knowledge:
@@ -168,23 +115,15 @@ class Knowledge:
     ) -> None:
         if not isinstance(knowledge_base, KnowledgeBase):
             raise ConfigError(f"Knowledge needs a KnowledgeBase, got {type(knowledge_base).__name__}.")
-        if not isinstance(name, str) or not _NAME.match(name):
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
             raise ConfigError(f"knowledge name {name!r} must match ^[A-Za-z0-9_-]{{1,57}}$ (it becomes a tool name).")
         _check_mode(mode)
-        if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0.0 <= alpha <= 1.0:
-            raise ConfigError(f"alpha must be in [0, 1], got {alpha!r}.")
-        if mmr_lambda is not None and (isinstance(mmr_lambda, bool) or not 0.0 <= mmr_lambda <= 1.0):
-            raise ConfigError(f"mmr_lambda must be None or in [0, 1], got {mmr_lambda!r}.")
-        if isinstance(fetch_k, bool) or not isinstance(fetch_k, int) or fetch_k < 1:
-            raise ConfigError(f"fetch_k must be an int >= 1, got {fetch_k!r}.")
-        if isinstance(context_max_chars, bool) or not isinstance(context_max_chars, int) or context_max_chars < 800:
-            raise ConfigError(f"context_max_chars must be an int >= 800, got {context_max_chars!r}.")
-        if (
-            isinstance(score_threshold, bool)
-            or not isinstance(score_threshold, int | float)
-            or not math.isfinite(score_threshold)
-        ):
-            raise ConfigError(f"score_threshold must be a finite number, got {score_threshold!r}.")
+        check_threshold(alpha, name="alpha", error=ConfigError)
+        if mmr_lambda is not None:
+            check_threshold(mmr_lambda, name="mmr_lambda", error=ConfigError)
+        check_k(fetch_k, name="fetch_k", error=ConfigError)
+        check_k(context_max_chars, name="context_max_chars", minimum=800, maximum=10_000_000, error=ConfigError)
+        check_finite(score_threshold, name="score_threshold", error=ConfigError)
         try:
             validate_filter(where)
         except InvalidInputError as exc:
@@ -208,9 +147,8 @@ class Knowledge:
         self._sources: list[Source] = list(self._staged)
         self._lock = asyncio.Lock()
         self._schema_ready = False
-        self._matcher: EntityMatcher | None = None
-        self._matcher_revision = -1
-        self._sync: SyncFacade | None = None
+        self.fact_finder = FactFinder(self.kb, self.store, fetch_k=fetch_k, score_threshold=self.score_threshold)
+        self._sync: KnowledgeSync | None = None
         self.last_report: IndexReport | None = None
 
     def __repr__(self) -> str:
@@ -218,10 +156,10 @@ class Knowledge:
 
     # -- lifecycle ------------------------------------------------------------
     @property
-    def sync(self) -> Any:
+    def sync(self) -> KnowledgeSync:
         """Blocking facade: ``knowledge.sync.search(...)`` (refuses inside an event loop)."""
         if self._sync is None:
-            self._sync = SyncFacade(self)
+            self._sync = KnowledgeSync(self)
         return self._sync
 
     @property
@@ -324,7 +262,7 @@ class Knowledge:
         await self.ready()
         async with self._lock:
             result = dict(await self.kb.upsert(batch))
-            self._matcher = None
+            self.fact_finder.invalidate()
             if link:
                 entities, _ = self.kb.records(batch)
                 matcher = EntityMatcher((e.id, e.label, names_of(e)) for e in entities)
@@ -365,7 +303,7 @@ class Knowledge:
             deleted = await self.store.delete_documents(list(dict.fromkeys(doc_ids))) if doc_ids else 0
             if graph_ids:
                 deleted += await self.kb.delete(graph_ids)
-                self._matcher = None
+                self.fact_finder.invalidate()
             return deleted
 
     async def refresh(self, *, delete_missing: bool = False) -> IndexReport:
@@ -407,7 +345,7 @@ class Knowledge:
 
     def invalidate_entities(self) -> None:
         """Forget the cached entity names (call after changing entities through the KnowledgeBase directly)."""
-        self._matcher = None
+        self.fact_finder.invalidate()
 
     # -- reads ----------------------------------------------------------------
     async def documents(self) -> list[DocumentRecord]:
@@ -444,8 +382,7 @@ class Knowledge:
         """
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("search() needs a non-empty query string.")
-        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
-            raise InvalidInputError(f"k must be an int >= 0, got {k!r}.")
+        check_k(k, minimum=0)
         mode = self.mode if mode is None else mode
         _check_mode(mode)
         scope = self.scope(where)
@@ -455,7 +392,7 @@ class Knowledge:
         need_vector = mode != "keyword" or self.mmr_lambda is not None or self.facts
         qvec = (await self.kb.embed([query]))[0] if need_vector else None
         passages = await self._passages(query, qvec, k, scope, mode)
-        facts = await self._facts(query, qvec, k, scope) if self.facts else []
+        facts = await self.fact_finder.find(query, qvec, k, scope) if self.facts else []
         return facts + passages
 
     async def _passages(
@@ -481,26 +418,12 @@ class Knowledge:
                     {r.chunk_id: r for r in await self.store.vector_search(qvec, len(missing), scope, missing)}
                 )
             keyword = {r.chunk_id: r.score for r in krows}
-            scored = [(by_id[cid], s) for cid, s in self._fuse(by_id, keyword)]
+            fused = hybrid_scores({cid: row.score for cid, row in by_id.items()}, keyword, alpha=self.alpha)
+            scored = [(by_id[cid], s) for cid, s in fused if cid in by_id]
         scored = [(r, s) for r, s in scored if s >= self.score_threshold]
         if self.mmr_lambda is not None and len(scored) > 1:
             scored = await self._mmr(qvec, scored, k, mode)
         return [_passage_hit(r, s) for r, s in scored[:k]]
-
-    def _fuse(self, vector: Mapping[str, PassageRow], keyword: Mapping[str, float]) -> list[tuple[str, float]]:
-        """``alpha * vector + (1 - alpha) * keyword / max(keyword)``, best first (ties by id).
-
-        Keyword scores (BM25 or Lucene, both >= 0) are divided by the best one
-        rather than min-max scaled: over a truncated top-``fetch_k`` list min-max
-        would push the last keyword hit to 0 and make the fusion depend on
-        ``fetch_k`` (measured on the pydoc topics: recall@5 0.896 vs 0.917).
-        """
-        top = max(keyword.values(), default=0.0)
-        fused = {
-            cid: self.alpha * row.score + (1.0 - self.alpha) * (keyword.get(cid, 0.0) / top if top > 0 else 0.0)
-            for cid, row in vector.items()
-        }
-        return sort_results(fused)
 
     async def _mmr(
         self, qvec: np.ndarray | None, scored: list[tuple[PassageRow, float]], k: int, mode: str
@@ -519,85 +442,9 @@ class Knowledge:
         picked = mmr(qvec, matrix, relevance, k=k, mmr_lambda=self.mmr_lambda, ids=ids)
         return [scored[i] for i in picked]
 
-    async def _entity_matcher(self) -> EntityMatcher:
-        # rebuilt when the knowledge base changed behind our back (kb.upsert/delete)
-        if self._matcher is None or self._matcher_revision != self.kb.revision:
-            self._matcher = await build_matcher(self.store, self.kb.schema)
-            self._matcher_revision = self.kb.revision
-        return self._matcher
-
-    async def _facts(
-        self, query: str, qvec: np.ndarray | None, k: int, scope: dict[str, Any] | None
-    ) -> list[SearchHit]:
-        if not self.kb.schema.entity_labels:
-            return []
-        refs = (await self._entity_matcher()).find(query)
-        if scope and refs:
-            allowed = await self.store.mentioned_by([r.id for r in refs], scope)
-            refs = [r for r in refs if r.id in allowed]
-        if not refs:
-            return []
-        fetch = max(self.fetch_k, k)
-        found: dict[tuple[str, ...], tuple[TripletHit, str]] = {}
-        for ref in refs[:k]:
-            for hit in await self._facts_of(ref, fetch):
-                ids = _fact_ids(hit)
-                found.setdefault(ids, (hit, _fact_sentence(hit)))
-        if not found:
-            return []
-        keys = list(found)
-        assert qvec is not None
-        vectors = await self.kb.embed([found[key][1] for key in keys])
-        q = qvec / np.linalg.norm(qvec)
-        sims = np.clip((1.0 + (vectors @ q).astype(np.float64)) / 2.0, 0.0, 1.0)
-        ranked = sorted(zip(keys, sims.tolist(), strict=True), key=lambda item: (-item[1], item[0]))
-        out = []
-        for key, score in ranked:
-            if score < self.score_threshold:
-                continue
-            hit = found[key][0]
-            out.append(
-                SearchHit(
-                    kind="fact",
-                    text=_fact_text(hit),
-                    score=float(score),
-                    source="graph",
-                    ids=key,
-                    metadata=hit.to_dict() | {"score": float(score)},
-                    title=hit.subject.label if hit.relation is None else hit.relation.label,
-                )
-            )
-            if len(out) >= k:
-                break
-        return out
-
-    async def _facts_of(self, ref: EntityRef, k: int) -> list[TripletHit]:
-        hits: list[TripletHit] = []
-        if self.kb.schema.relation_labels:
-            search = TripletSearch(
-                subject_label=ref.label,
-                subject_similarity_search=ref.text,
-                relation_label="*",
-                object_label="*",
-                object_similarity_search="*",
-                bidirectional=True,
-            )
-            try:
-                results = await self.kb.triplet_search(search, k=k, threshold=FACT_THRESHOLD)
-            except SchemaError:  # the label takes part in no declared relation
-                results = None
-            hits = [h for h in results or [] if h.path and h.path[0].id == ref.id]
-        if not hits:
-            entity = await self.kb.get(ref.id)
-            if isinstance(entity, Entity):
-                hits = [TripletHit(entity, None, None, 1.0, (entity,), ())]
-        return hits
-
     # -- tools and answers ----------------------------------------------------
     async def context(self, query: str, k: int = 5, where: Mapping[str, Any] | None = None) -> str:
         """The search results as labelled text (``[name:1]`` ...), bounded by ``context_max_chars``."""
-        from kag.knowledge.tool import render_context
-
         hits = await self.search(query, k=k, where=where)
         return render_context(self.name, query, hits, self.context_max_chars).text
 
@@ -608,8 +455,6 @@ class Knowledge:
 
         See :class:`kag.knowledge.tool.KnowledgeTool` (``strict=True``: ``where`` is JSON text).
         """
-        from kag.knowledge.tool import KnowledgeTool
-
         return KnowledgeTool(self, name=name, description=description, max_k=max_k, strict=strict)
 
     async def ask(
@@ -627,8 +472,6 @@ class Knowledge:
 
         See :func:`kag.knowledge.answer.ask` for the modes and the output.
         """
-        from kag.knowledge.answer import ask
-
         return await ask(
             self,
             question,
@@ -659,84 +502,18 @@ def _passage_hit(row: PassageRow, score: float) -> SearchHit:
     )
 
 
-def _fact_ids(hit: TripletHit) -> tuple[str, ...]:
-    if hit.relation is None or hit.object is None:
-        return (hit.subject.id,)
-    return (hit.relation.subj.id, hit.relation.id, hit.relation.obj.id)
+class KnowledgeSync(SyncFacade[Knowledge]):
+    """``knowledge.sync``: every coroutine method of :class:`Knowledge`, blocking."""
 
-
-def _humanize(label: str) -> str:
-    return " ".join(p for p in _CAMEL.split(label) if p).lower()
-
-
-def _props_text(props: Mapping[str, Any]) -> str:
-    return ", ".join(f"{key}={value}" for key, value in props.items() if value not in (None, [], {}, ""))
-
-
-def _fact_text(hit: TripletHit) -> str:
-    """One line: ``Paris -[IsCapitalOf]-> France`` (+ properties), or ``City Paris: population=...``."""
-    if hit.relation is None or hit.object is None:
-        entity = hit.subject
-        keys = {*type(entity).key_fields(), "label"}
-        props = _props_text({k: v for k, v in entity.to_dict().items() if k not in keys})
-        return f"{entity.label} {entity.search_text()}" + (f": {props}" if props else "")
-    rel = hit.relation
-    line = f"{rel.subj.search_text()} -[{rel.label}]-> {rel.obj.search_text()}"
-    props = _props_text(rel.properties())
-    return line + (f" ({props})" if props else "")
-
-
-def _fact_sentence(hit: TripletHit) -> str:
-    """The fact in words, for ranking it against the query: ``Paris is capital of France``."""
-    if hit.relation is None or hit.object is None:
-        return _fact_text(hit)
-    rel = hit.relation
-    props = _props_text(rel.properties())
-    return f"{rel.subj.search_text()} {_humanize(rel.label)} {rel.obj.search_text()} {props}".strip()
-
-
-def create_knowledge(
-    backend: str = "memory://",
-    *,
-    name: str = "knowledge",
-    description: str = "",
-    sources: Source | Iterable[Source] | None = None,
-    entity_models: Sequence[type[Entity]] = (),
-    relation_models: Sequence[type[Relation]] = (),
-    embedder: Embedder | None = None,
-    splitter: RecursiveCharacterSplitter | None = None,
-    where: Mapping[str, Any] | None = None,
-    context_max_chars: int = 6000,
-    mode: SearchMode = "hybrid",
-    alpha: float = 0.5,
-    mmr_lambda: float | None = None,
-    fetch_k: int = 20,
-    score_threshold: float = 0.0,
-    loader: AutoLoader | None = None,
-    facts: bool = True,
-    **kb_options: Any,
-) -> Knowledge:
-    """Build a :class:`KnowledgeBase` on ``backend`` and a :class:`Knowledge` over it.
-
-    ``sources`` are indexed lazily (first ``ready()``/``search()``); ``kb_options``
-    go to the store (``user``, ``password``, ``database`` for Neo4j, ...).
-    """
-    kb = KnowledgeBase(
-        backend, entity_models=entity_models, relation_models=relation_models, embedder=embedder, **kb_options
-    )
-    return Knowledge(
-        kb,
-        name=name,
-        description=description,
-        sources=sources,
-        splitter=splitter,
-        loader=loader,
-        where=where,
-        context_max_chars=context_max_chars,
-        mode=mode,
-        alpha=alpha,
-        mmr_lambda=mmr_lambda,
-        fetch_k=fetch_k,
-        score_threshold=score_threshold,
-        facts=facts,
-    )
+    ready = blocking(Knowledge.ready)
+    aclose = blocking(Knowledge.aclose)
+    add = blocking(Knowledge.add)
+    add_text = blocking(Knowledge.add_text)
+    upsert = blocking(Knowledge.upsert)
+    delete = blocking(Knowledge.delete)
+    refresh = blocking(Knowledge.refresh)
+    documents = blocking(Knowledge.documents)
+    counts = blocking(Knowledge.counts)
+    search = blocking(Knowledge.search)
+    context = blocking(Knowledge.context)
+    ask = blocking(Knowledge.ask)

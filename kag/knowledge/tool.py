@@ -18,12 +18,11 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kag.errors import InvalidInputError
-
-if TYPE_CHECKING:
-    from kag.knowledge.knowledge import Knowledge, SearchHit
+from kag.knowledge.hits import Searcher, SearchHit
+from kag.validation import check_k
 
 __all__ = ["KnowledgeTool", "LabelledHit", "RenderedContext", "render_context"]
 
@@ -129,15 +128,14 @@ class KnowledgeTool:
 
     def __init__(
         self,
-        knowledge: Knowledge,
+        knowledge: Searcher,
         *,
         name: str | None = None,
         description: str | None = None,
         max_k: int = 20,
         strict: bool = True,
     ) -> None:
-        if isinstance(max_k, bool) or not isinstance(max_k, int) or max_k < 1:
-            raise InvalidInputError(f"max_k must be an int >= 1, got {max_k!r}.")
+        check_k(max_k, name="max_k")
         self.knowledge = knowledge
         self.name = name or f"search_{knowledge.name}"
         self.max_k = max_k

@@ -11,12 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from kag.errors import ConfigError
-from kag.lm.base import BaseLanguageModel, InvalidOutputError, LanguageModel, Message
-from kag.lm.jsonschema_check import (
-    JSONSchemaValidationError,
-    check_json_schema,
-    validate_json_schema,
-)
+from kag.lm.base import BaseLanguageModel, LanguageModel, Message
+from kag.lm.jsonschema_check import check_json_schema, validate_json_schema
 from kag.lm.lexical import LexicalLM
 from kag.lm.ollama import OllamaLM
 from kag.lm.openai import OpenAICompatibleLM
@@ -24,8 +20,6 @@ from kag.lm.scripted import ScriptedLM
 
 __all__ = [
     "BaseLanguageModel",
-    "InvalidOutputError",
-    "JSONSchemaValidationError",
     "LanguageModel",
     "LexicalLM",
     "Message",

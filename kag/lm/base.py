@@ -19,7 +19,7 @@ from typing import Any, Literal, Protocol, Self, TypedDict, runtime_checkable
 
 import pydantic
 
-from kag.errors import ConfigError, GenerationError, InvalidInputError, LanguageModelError
+from kag.errors import ConfigError, GenerationError, InvalidInputError, InvalidOutputError
 from kag.lm.jsonschema_check import validate_json_schema
 
 __all__ = [
@@ -69,18 +69,6 @@ class LanguageModel(Protocol):
     def get_config(self) -> dict[str, Any]:
         """Return a JSON-serializable config (no API keys, clients or callables)."""
         ...
-
-
-class InvalidOutputError(LanguageModelError, ValueError):
-    """A completion arrived but cannot be used as is (e.g. cut off at the token limit).
-
-    Raised by :meth:`BaseLanguageModel._complete` implementations; the repair loop
-    treats it like a validation failure and asks the model again.
-    """
-
-    def __init__(self, message: str, raw: str = "") -> None:
-        super().__init__(message)
-        self.raw = raw
 
 
 def resolve_schema(
@@ -251,7 +239,7 @@ class BaseLanguageModel(abc.ABC):
             InvalidInputError: ``messages``, ``schema`` or ``schema_name`` is malformed.
         """
         conversation = _check_messages(messages)
-        if not isinstance(schema_name, str) or not _SCHEMA_NAME.match(schema_name):
+        if not isinstance(schema_name, str) or not _SCHEMA_NAME.fullmatch(schema_name):
             raise InvalidInputError(f"schema_name {schema_name!r} must match [A-Za-z0-9_-]{{1,64}}.")
         json_schema, model_cls = resolve_schema(schema)
 

@@ -17,22 +17,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from kag.errors import KagError
+from kag.errors import JSONSchemaValidationError
 
 __all__ = ["JSONSchemaValidationError", "check_json_schema", "validate_json_schema"]
 
-_MAX_REPORTED = 10
-
-
-class JSONSchemaValidationError(KagError, ValueError):
-    """A JSON value does not satisfy a JSON schema; ``errors`` lists each problem."""
-
-    def __init__(self, errors: list[str]) -> None:
-        self.errors = list(errors)
-        shown = self.errors[:_MAX_REPORTED]
-        more = len(self.errors) - len(shown)
-        text = "; ".join(shown) + (f"; ... and {more} more" if more > 0 else "")
-        super().__init__(text)
 
 
 def validate_json_schema(instance: Any, schema: Mapping[str, Any]) -> None:

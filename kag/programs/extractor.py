@@ -28,7 +28,7 @@ from kag.errors import ConfigError, InvalidInputError, SchemaError
 from kag.knowledge.base import KnowledgeBase
 from kag.lm.base import LanguageModel, Message
 from kag.programs.module import Module, as_list
-from kag.rag.embedders import normalize_text
+from kag.text import normalize_text
 
 INSTRUCTIONS = (
     "You extract a knowledge graph from a text passage. List the entities the passage states, "

@@ -36,7 +36,7 @@ __all__ = [
     "Input",
     "Module",
     "Node",
-    "SymbolicTensor",
+    "SymbolicDataModel",
     "concat_models",
     "import_object",
     "is_symbolic",
@@ -69,7 +69,7 @@ def unique_name(base: str) -> str:
 
 
 def _check_name(name: Any, what: str) -> str:
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise ConfigError(
             f"{what} {name!r} is not a valid name: use letters, digits, '_', '.', '-' "
             "(starting with a letter or '_', at most 128 characters)."
@@ -77,7 +77,7 @@ def _check_name(name: Any, what: str) -> str:
     return name
 
 
-class SymbolicTensor:
+class SymbolicDataModel:
     """A placeholder for a value flowing through a program graph being traced.
 
     ``data_model`` is the pydantic model the value will have; ``node`` is the
@@ -91,7 +91,7 @@ class SymbolicTensor:
         self.name = _check_name(name, "tensor name")
         self.node = node
 
-    def __await__(self) -> Generator[Any, None, SymbolicTensor]:
+    def __await__(self) -> Generator[Any, None, SymbolicDataModel]:
         # Awaiting a symbolic tensor yields the tensor itself: tracing code may
         # write `x = await module(inputs)` exactly like code that runs.
         return self
@@ -104,10 +104,10 @@ class SymbolicTensor:
 
     def __repr__(self) -> str:
         producer = self.node.module.name if self.node is not None else "input"
-        return f"<SymbolicTensor {self.name!r} {self.data_model.__name__} from {producer}>"
+        return f"<SymbolicDataModel {self.name!r} {self.data_model.__name__} from {producer}>"
 
 
-class Input(SymbolicTensor):
+class Input(SymbolicDataModel):
     """A program input: ``inputs = kag.Input(data_model=Query)``."""
 
     def __init__(self, data_model: type[BaseModel], *, name: str | None = None) -> None:
@@ -117,11 +117,11 @@ class Input(SymbolicTensor):
 class Node:
     """One recorded module call: ``module(inbound) -> output``."""
 
-    def __init__(self, module: Module, inbound: tuple[SymbolicTensor, ...], multi: bool) -> None:
+    def __init__(self, module: Module, inbound: tuple[SymbolicDataModel, ...], multi: bool) -> None:
         self.module = module
         self.inbound = inbound
         self.multi = multi  # called with a list (the module receives a list of models)
-        self.output: SymbolicTensor  # set right after construction
+        self.output: SymbolicDataModel  # set right after construction
 
     def __repr__(self) -> str:
         return f"<Node {self.module.name}({', '.join(t.name for t in self.inbound)})>"
@@ -129,10 +129,10 @@ class Node:
 
 def is_symbolic(inputs: Any) -> bool:
     """True for a symbolic tensor or a non-empty list/tuple of them (mixing is refused)."""
-    if isinstance(inputs, SymbolicTensor):
+    if isinstance(inputs, SymbolicDataModel):
         return True
     if isinstance(inputs, list | tuple) and inputs:
-        flags = [isinstance(x, SymbolicTensor) for x in inputs]
+        flags = [isinstance(x, SymbolicDataModel) for x in inputs]
         if any(flags) and not all(flags):
             raise InvalidInputError(
                 "a module was called with a mix of symbolic tensors and data; pass only "
@@ -173,14 +173,14 @@ class Module:
             return self._trace(inputs)
         return self.call(inputs)
 
-    def _trace(self, inputs: SymbolicTensor | Sequence[SymbolicTensor]) -> SymbolicTensor:
-        multi = not isinstance(inputs, SymbolicTensor)
-        inbound: tuple[SymbolicTensor, ...] = (inputs,) if isinstance(inputs, SymbolicTensor) else tuple(inputs)
+    def _trace(self, inputs: SymbolicDataModel | Sequence[SymbolicDataModel]) -> SymbolicDataModel:
+        multi = not isinstance(inputs, SymbolicDataModel)
+        inbound: tuple[SymbolicDataModel, ...] = (inputs,) if isinstance(inputs, SymbolicDataModel) else tuple(inputs)
         model = self.compute_output_model([t.data_model for t in inbound])
         node = Node(self, inbound, multi)
         name = self.name if self._calls == 0 else f"{self.name}@{self._calls}"
         self._calls += 1
-        node.output = SymbolicTensor(model, name=name, node=node)
+        node.output = SymbolicDataModel(model, name=name, node=node)
         return node.output
 
     def get_config(self) -> dict[str, Any]:

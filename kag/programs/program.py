@@ -26,7 +26,7 @@ from kag.programs.module import (
     Input,
     Module,
     Node,
-    SymbolicTensor,
+    SymbolicDataModel,
     as_list,
     as_model,
     import_object,
@@ -57,25 +57,25 @@ class Program(Module):
     def __init__(
         self,
         inputs: Input | Sequence[Input],
-        outputs: SymbolicTensor | Sequence[SymbolicTensor],
+        outputs: SymbolicDataModel | Sequence[SymbolicDataModel],
         *,
         name: str | None = None,
         description: str | None = None,
     ) -> None:
         super().__init__(name=name, description=description)
-        self._single_input = isinstance(inputs, SymbolicTensor)
+        self._single_input = isinstance(inputs, SymbolicDataModel)
         if self._single_input and not isinstance(inputs, Input):
             raise ConfigError(f"Program inputs must be kag.Input tensors, got {inputs!r}.")
-        self._single_output = isinstance(outputs, SymbolicTensor)
+        self._single_output = isinstance(outputs, SymbolicDataModel)
         self.inputs: list[Input] = [inputs] if isinstance(inputs, Input) else list(inputs)
-        self.outputs: list[SymbolicTensor] = [outputs] if isinstance(outputs, SymbolicTensor) else list(outputs)
+        self.outputs: list[SymbolicDataModel] = [outputs] if isinstance(outputs, SymbolicDataModel) else list(outputs)
         if not self.inputs or not self.outputs:
             raise ConfigError("a Program needs at least one input and one output.")
         for given in self.inputs:
             if not isinstance(given, Input):
                 raise ConfigError(f"Program inputs must be kag.Input tensors, got {given!r}.")
         for produced in self.outputs:
-            if not isinstance(produced, SymbolicTensor):
+            if not isinstance(produced, SymbolicDataModel):
                 raise ConfigError(
                     f"Program outputs must be symbolic tensors (results of calling modules on "
                     f"an Input), got {type(produced).__name__}."
@@ -100,7 +100,7 @@ class Program(Module):
         state: dict[int, int] = {}  # 1 = visiting, 2 = done
         inputs = {id(t) for t in self.inputs}
 
-        def visit(tensor: SymbolicTensor, path: tuple[str, ...]) -> None:
+        def visit(tensor: SymbolicDataModel, path: tuple[str, ...]) -> None:
             if tensor.node is None:
                 if id(tensor) not in inputs:
                     raise ConfigError(
@@ -146,13 +146,13 @@ class Program(Module):
         bound = self._bind(inputs)
         tasks: dict[int, asyncio.Task[BaseModel]] = {}
 
-        def value_of(tensor: SymbolicTensor) -> asyncio.Task[BaseModel]:
+        def value_of(tensor: SymbolicDataModel) -> asyncio.Task[BaseModel]:
             key = id(tensor)
             if key not in tasks:
                 tasks[key] = asyncio.ensure_future(compute(tensor))
             return tasks[key]
 
-        async def compute(tensor: SymbolicTensor) -> BaseModel:
+        async def compute(tensor: SymbolicDataModel) -> BaseModel:
             if tensor.node is None:
                 return bound[id(tensor)]
             node = tensor.node
@@ -276,7 +276,7 @@ class Program(Module):
             raise ConfigError(f"unsupported program config version {config.get('version')!r}; expected {VERSION}.")
         if knowledge_base is None:
             knowledge_base = _shared_knowledge_base(config, custom_objects)
-        tensors: dict[str, SymbolicTensor] = {}
+        tensors: dict[str, SymbolicDataModel] = {}
         inputs: list[Input] = []
         for spec in config["inputs"]:
             model = import_object(spec["data_model"], BaseModel, custom_objects)

@@ -23,7 +23,7 @@ import pydantic
 from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from kag.errors import ConfigError
+from kag.errors import TemplateError, UnsafeTemplateError
 from kag.lm.base import Message
 
 __all__ = [
@@ -39,14 +39,6 @@ __all__ = [
     "render_template",
     "template_variables",
 ]
-
-
-class TemplateError(ConfigError):
-    """A prompt template has a syntax error, uses an undefined variable, or failed to render."""
-
-
-class UnsafeTemplateError(TemplateError):
-    """A prompt template tried something the sandbox forbids (private attributes, mutation...)."""
 
 
 DEFAULT_INPUT_TEMPLATE = (

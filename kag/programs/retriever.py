@@ -32,8 +32,9 @@ from kag.programs.prompts import (
     render_template,
     template_variables,
 )
-from kag.query.plan import MAX_HOPS, check_k, check_threshold, plan_triplet_search
+from kag.query.plan import MAX_HOPS, plan_triplet_search
 from kag.query.triplet import triplet_chain_schema, triplet_search_schema
+from kag.validation import check_k, check_threshold
 
 __all__ = ["Fact", "KnowledgeRetriever"]
 
@@ -54,7 +55,7 @@ class KnowledgeRetriever(Module):
     The model fills the strict JSON schema of a ``TripletSearch`` whose labels are
     dynamic enums of ``entity_models`` / ``relation_models`` (a ``TripletChain`` of
     up to ``max_hops`` patterns when ``max_hops > 1``). Its answer is also checked
-    by :func:`kag.plan_triplet_search` (labels, endpoint types of each relation,
+    by :func:`kag.query.plan_triplet_search` (labels, endpoint types of each relation,
     chain joins); an invalid answer is sent back with the error, through the
     model's repair loop. The search then runs on the knowledge base.
 

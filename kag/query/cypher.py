@@ -38,7 +38,7 @@ _INTERNAL = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,127}$")
 
 def quote_name(name: str) -> str:
     """Backtick-quote a name kag derives from a checked label (index/constraint names may be longer)."""
-    if not _INTERNAL.match(name):
+    if not _INTERNAL.fullmatch(name):
         raise ValueError(f"refusing unsafe schema object name {name!r}")
     return f"`{name}`"
 

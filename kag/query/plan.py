@@ -20,7 +20,6 @@ implement exactly these semantics:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -30,8 +29,8 @@ import numpy as np
 from kag.datamodels.schema import ANY, GraphSchema, RelationSpec
 from kag.errors import InvalidInputError, SchemaError
 from kag.query.triplet import TripletChain, TripletSearch
+from kag.validation import check_k, check_threshold
 
-MAX_K = 10_000
 MAX_TEXT = 4_096
 MAX_HOPS = 4
 
@@ -119,30 +118,11 @@ def _check_vector(vec: Any) -> np.ndarray:
     return arr
 
 
-def check_k(k: Any) -> int:
-    """Validate a result count."""
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
-        raise InvalidInputError(f"k must be an integer between 1 and {MAX_K}, got {k!r}.")
-    return k
-
-
 def check_candidates(candidates: Any, k: int) -> int | None:
     """Validate the candidate count of approximate search (``None`` = exact)."""
     if candidates is None:
         return None
-    if isinstance(candidates, bool) or not isinstance(candidates, int) or not k <= candidates <= MAX_K:
-        raise InvalidInputError(f"candidates must be an integer between k ({k}) and {MAX_K}, got {candidates!r}.")
-    return candidates
-
-
-def check_threshold(threshold: Any) -> float:
-    """Validate a score threshold (scores are in [0, 1])."""
-    if isinstance(threshold, bool) or not isinstance(threshold, int | float):
-        raise InvalidInputError(f"threshold must be a number in [0, 1], got {threshold!r}.")
-    value = float(threshold)
-    if math.isnan(value) or not 0.0 <= value <= 1.0:
-        raise InvalidInputError(f"threshold must be a number in [0, 1], got {threshold!r}.")
-    return value
+    return check_k(candidates, name="candidates", minimum=k)
 
 
 def _text(value: Any, what: str) -> str | None:

@@ -1,14 +1,14 @@
 """Retrieval-augmented generation building blocks: loaders, splitting, embedding, ranking, filters."""
 
-from kag.rag.bm25 import BM25Index
+from kag.query.filters import compile_cypher, compile_matcher, flatten_metadata, matches, validate_filter
 from kag.rag.embedders import CallableEmbedder, Embedder, HashEmbedder
 from kag.rag.evaluation import recall_at_k, reciprocal_rank
-from kag.rag.filters import compile_cypher, compile_matcher, flatten_metadata, matches, validate_filter
 from kag.rag.loaders import AutoLoader, LoadFailure, LoadResult
 from kag.rag.openai_embedder import OpenAIEmbedder
-from kag.rag.ranking import hybrid_scores, mmr, score_threshold, sort_results
 from kag.rag.splitter import RecursiveCharacterSplitter
 from kag.rag.urlsafety import fetch_url, validate_url
+from kag.ranking.bm25 import BM25Index
+from kag.ranking.fusion import hybrid_scores, mmr, score_threshold, sort_results
 
 __all__ = [
     "AutoLoader",

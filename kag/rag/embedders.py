@@ -11,16 +11,13 @@ from __future__ import annotations
 import hashlib
 import inspect
 import itertools
-import re
-import unicodedata
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from kag.errors import EmbeddingError, InvalidInputError
-
-_WORD = re.compile(r"\w+", re.UNICODE)
+from kag.text import words
 
 
 @runtime_checkable
@@ -37,20 +34,6 @@ class Embedder(Protocol):
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed ``texts``; rows are L2-normalized."""
         ...
-
-
-def normalize_text(text: str) -> str:
-    """Casefold, strip accents and collapse whitespace (the form names are matched in)."""
-    if text.isascii():  # nothing to decompose: skip the per-character pass
-        return " ".join(text.casefold().split())
-    decomposed = unicodedata.normalize("NFKD", text)
-    stripped = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
-    return " ".join(stripped.casefold().split())
-
-
-def words(text: str) -> list[str]:
-    """Normalized word tokens of ``text``."""
-    return _WORD.findall(normalize_text(text))
 
 
 def check_matrix(matrix: Any, rows: int, dimensions: int, source: str) -> np.ndarray:

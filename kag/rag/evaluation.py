@@ -4,12 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 
-from kag.errors import InvalidInputError
-
-
-def _check_k(k: int) -> None:
-    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-        raise InvalidInputError(f"k must be an int >= 1, got {k!r}.")
+from kag.validation import check_k
 
 
 def recall_at_k(ranked: Sequence[Hashable], relevant: Collection[Hashable], k: int) -> float:
@@ -18,7 +13,7 @@ def recall_at_k(ranked: Sequence[Hashable], relevant: Collection[Hashable], k: i
     ``ranked`` may repeat labels (e.g. the topic of each retrieved chunk); each
     relevant label counts once. An empty ``relevant`` set gives 1.0.
     """
-    _check_k(k)
+    check_k(k)
     wanted = set(relevant)
     if not wanted:
         return 1.0

@@ -5,10 +5,12 @@
 ...     print(server.url)   # GET /health, POST /search, /triplet_search, /ask, /ingest, /mcp
 """
 
-from kag.server.app import App, create_app, error_response
-from kag.server.config import Service, UsageError, build_language_model, load_schema, parse_lm_spec
+from kag.server.app import App, create_app
 from kag.server.http import HTTPServer, Request, Response
 from kag.server.mcp import MCPServer
+from kag.server.service import Service
+from kag.server.specs import build_language_model, load_schema, parse_lm_spec
+from kag.server.wire import error_response
 
 __all__ = [
     "App",
@@ -17,7 +19,6 @@ __all__ = [
     "Request",
     "Response",
     "Service",
-    "UsageError",
     "build_language_model",
     "create_app",
     "error_response",

@@ -31,6 +31,8 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import urlsplit
 
+from kag.errors import RequestRejected
+
 __all__ = ["HTTPServer", "Handler", "Request", "Response"]
 
 logger = logging.getLogger("kag.server")
@@ -80,16 +82,6 @@ class Response:
 
 
 Handler = Callable[[Request], Awaitable[Response]]
-
-
-class _Reject(Exception):
-    """A request refused during parsing: answer ``status`` and close the connection."""
-
-    def __init__(self, status: int, message: str, headers: Mapping[str, str] | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.headers = dict(headers or {})
 
 
 class HTTPServer:
@@ -207,7 +199,7 @@ class HTTPServer:
             while not self._closing:
                 try:
                     request = await self._read_request(reader, writer, client)
-                except _Reject as rej:
+                except RequestRejected as rej:
                     error = Response.error(rej.status, _kind(rej.status), rej.message, rej.headers)
                     await self._send(writer, error, keep_alive=False)
                     if rej.status == 413:  # read what the client is still sending, so it sees the 413
@@ -255,20 +247,22 @@ class HTTPServer:
         try:
             rest = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout=self.request_timeout)
         except TimeoutError:
-            raise _Reject(408, "the request headers did not arrive in time") from None
+            raise RequestRejected(408, "the request headers did not arrive in time") from None
         except asyncio.LimitOverrunError:
-            raise _Reject(431, f"request headers exceed {self.max_header_bytes} bytes") from None
+            raise RequestRejected(431, f"request headers exceed {self.max_header_bytes} bytes") from None
         except asyncio.IncompleteReadError as exc:
             if exc.partial and len(first) + len(exc.partial) > self.max_header_bytes:
-                raise _Reject(431, f"request headers exceed {self.max_header_bytes} bytes") from None
+                raise RequestRejected(431, f"request headers exceed {self.max_header_bytes} bytes") from None
             return None  # the peer went away mid-request
         head = first + rest
         if len(head) > self.max_header_bytes:
-            raise _Reject(431, f"request headers exceed {self.max_header_bytes} bytes")
+            raise RequestRejected(431, f"request headers exceed {self.max_header_bytes} bytes")
         request = self._parse_head(head, client)
         length = self._content_length(request)
         if length > self.max_body_bytes:
-            raise _Reject(413, f"the request body ({length} bytes) exceeds the limit of {self.max_body_bytes} bytes")
+            raise RequestRejected(
+                413, f"the request body ({length} bytes) exceeds the limit of {self.max_body_bytes} bytes"
+            )
         if length and request.header("expect").lower() == "100-continue":
             writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
             await writer.drain()
@@ -278,23 +272,23 @@ class HTTPServer:
                     reader.readexactly(length), timeout=max(0.0, deadline - loop.time())
                 )
             except TimeoutError:
-                raise _Reject(408, "the request body did not arrive in time") from None
+                raise RequestRejected(408, "the request body did not arrive in time") from None
         return request
 
     def _parse_head(self, head: bytes, client: str) -> Request:
         try:
             text = head.decode("latin-1")
         except UnicodeDecodeError:  # pragma: no cover - latin-1 decodes every byte
-            raise _Reject(400, "undecodable request head") from None
+            raise RequestRejected(400, "undecodable request head") from None
         lines = text[:-4].split("\r\n")
         parts = lines[0].split(" ")
         if len(parts) != 3 or not parts[0] or not set(parts[0]) <= _TOKEN_CHARS:
-            raise _Reject(400, "malformed request line")
+            raise RequestRejected(400, "malformed request line")
         method, target, version = parts
         if version not in ("HTTP/1.1", "HTTP/1.0"):
             if version.startswith("HTTP/"):
-                raise _Reject(505, f"{version} is not supported; use HTTP/1.1")
-            raise _Reject(400, "malformed request line")
+                raise RequestRejected(505, f"{version} is not supported; use HTTP/1.1")
+            raise RequestRejected(400, "malformed request line")
         if target.startswith(("http://", "https://")):
             split = urlsplit(target)
             path, query = split.path or "/", split.query
@@ -304,35 +298,35 @@ class HTTPServer:
         elif target == "*" and method == "OPTIONS":
             path, query = "*", ""
         else:
-            raise _Reject(400, "malformed request target")
+            raise RequestRejected(400, "malformed request target")
         if len(lines) - 1 > self.max_headers:
-            raise _Reject(431, f"more than {self.max_headers} header fields")
+            raise RequestRejected(431, f"more than {self.max_headers} header fields")
         headers: dict[str, str] = {}
         lengths: set[str] = set()
         for line in lines[1:]:
             name, sep, value = line.partition(":")
             if not sep or not name or not set(name) <= _TOKEN_CHARS:
-                raise _Reject(400, "malformed header field")
+                raise RequestRejected(400, "malformed header field")
             key, value = name.lower(), value.strip(" \t")
             if key == "content-length":
                 lengths.update(v.strip() for v in value.split(","))
             headers[key] = value
         if len(lengths) > 1:
-            raise _Reject(400, "conflicting Content-Length headers")
+            raise RequestRejected(400, "conflicting Content-Length headers")
         if version == "HTTP/1.1" and "host" not in headers:
-            raise _Reject(400, "an HTTP/1.1 request needs a Host header")
+            raise RequestRejected(400, "an HTTP/1.1 request needs a Host header")
         return Request(method=method, path=path, query=query, headers=headers, version=version, client=client)
 
     def _content_length(self, request: Request) -> int:
         if "transfer-encoding" in request.headers:
-            raise _Reject(411, "Transfer-Encoding is not supported: send the body with a Content-Length")
+            raise RequestRejected(411, "Transfer-Encoding is not supported: send the body with a Content-Length")
         raw = request.headers.get("content-length")
         if raw is None:
             if request.method in _BODY_METHODS:
-                raise _Reject(411, f"{request.method} needs a Content-Length header")
+                raise RequestRejected(411, f"{request.method} needs a Content-Length header")
             return 0
         if not raw.isdigit() or len(raw) > 18:
-            raise _Reject(400, "invalid Content-Length")
+            raise RequestRejected(400, "invalid Content-Length")
         return int(raw)
 
     async def _send(

@@ -40,13 +40,13 @@ from typing import Any, BinaryIO
 
 import pydantic
 
-from kag.errors import InvalidInputError, KagError, SchemaError
+from kag.errors import HTTPError, InvalidInputError, KagError, RPCError, SchemaError
 from kag.knowledge.tool import KnowledgeTool
 from kag.query.plan import MAX_HOPS
 from kag.query.triplet import triplet_search_schema
-from kag.server.app import HTTPError, TripletSearchRequest, parse_json_body
-from kag.server.config import MAX_K, Service
 from kag.server.http import Request, Response
+from kag.server.service import MAX_REQUEST_K, Service
+from kag.server.wire import TripletSearchRequest, parse_json_body
 
 __all__ = ["LATEST_PROTOCOL_VERSION", "SUPPORTED_PROTOCOL_VERSIONS", "MCPServer"]
 
@@ -60,12 +60,6 @@ INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
-
-
-class _RPCError(Exception):
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code, self.message, self.data = code, message, data
 
 
 def _error(msg_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
@@ -101,7 +95,7 @@ class MCPServer:
         max_k: int = 20,
         max_message_bytes: int = 1024 * 1024,
     ) -> None:
-        from kag import __version__
+        from kag.version import __version__
 
         self.service = service
         self.name = name
@@ -157,7 +151,7 @@ class MCPServer:
                 "k": {
                     "type": "integer",
                     "minimum": 1,
-                    "maximum": MAX_K,
+                    "maximum": MAX_REQUEST_K,
                     "default": 10,
                     "description": "How many facts to return.",
                 },
@@ -205,7 +199,7 @@ class MCPServer:
             return _error(msg_id, INVALID_PARAMS, "params must be an object")
         try:
             result = await self._call(method, params)
-        except _RPCError as exc:
+        except RPCError as exc:
             return _error(msg_id, exc.code, exc.message, exc.data)
         except Exception:
             logger.exception("MCP method %s failed", method)
@@ -225,11 +219,11 @@ class MCPServer:
             if arguments is None:
                 arguments = {}
             if not isinstance(name, str) or name not in self._tool_names:
-                raise _RPCError(INVALID_PARAMS, f"unknown tool {name!r}; tools: {sorted(self._tool_names)}")
+                raise RPCError(INVALID_PARAMS, f"unknown tool {name!r}; tools: {sorted(self._tool_names)}")
             if not isinstance(arguments, dict):
-                raise _RPCError(INVALID_PARAMS, "arguments must be an object")
+                raise RPCError(INVALID_PARAMS, "arguments must be an object")
             return await self.call_tool(name, arguments)
-        raise _RPCError(METHOD_NOT_FOUND, f"method not found: {method}")
+        raise RPCError(METHOD_NOT_FOUND, f"method not found: {method}")
 
     def initialize(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """The ``initialize`` result: the client's protocol version if supported, else the latest."""
@@ -297,7 +291,7 @@ class MCPServer:
             message = parse_json_body(request)
         except HTTPError as exc:
             if exc.status == 415:
-                return exc.response()
+                return Response.error(exc.status, exc.kind, exc.message, exc.headers)
             return Response.json(400, _error(None, PARSE_ERROR, exc.message))
         reply = await self.handle_message(message)
         if reply is None:

@@ -1,4 +1,4 @@
-"""Adversarial metadata filters through ``kag.rag.filters.compile_cypher``.
+"""Adversarial metadata filters through ``kag.query.filters.compile_cypher``.
 
 Values only ever become ``$parameters``; keys become backtick-quoted property
 names only after validation, and anything that is not a valid key, operator,
@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kag.errors import InvalidInputError
-from kag.rag.filters import OPERATORS, PROPERTY_PREFIX, compile_cypher, flatten_metadata, matches, validate_filter
+from kag.query.filters import OPERATORS, PROPERTY_PREFIX, compile_cypher, flatten_metadata, matches, validate_filter
 from tests.hardening import INJECTIONS
 
 GOOD_KEYS = ("lang", "year", "tags", "draft", "title", "author.name", "a_b.c_d", "_private", "source.url_")

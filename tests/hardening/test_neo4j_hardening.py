@@ -25,8 +25,8 @@ from kag.errors import SchemaError, UnsafeQueryError
 from kag.examples.seed import ENTITY_MODELS, RELATION_MODELS, seed_facts
 from kag.graph.neo4j import Neo4jGraphStore
 from kag.query.cypher import compile_plan
+from kag.query.filters import compile_cypher, flatten_metadata, matches
 from kag.query.plan import plan_triplet_search
-from kag.rag.filters import compile_cypher, flatten_metadata, matches
 from tests.hardening import Payload
 from tests.hardening.test_concurrency import expected_counts, facts, ingest, run_scenario, search_storm
 from tests.hardening.test_filter_injection import FILTERS, strings_in
@@ -54,12 +54,12 @@ def runnable_sample(count: int) -> list[Payload]:
 
 async def graph_totals(store: Neo4jGraphStore) -> tuple[int, int, list[str], list[str]]:
     """Every node, relationship, label and type in the database (not only kag's)."""
-    nodes = await store._run("MATCH (n) RETURN count(n) AS c", {}, write=False, what="counting")
-    rels = await store._run("MATCH ()-[r]->() RETURN count(r) AS c", {}, write=False, what="counting")
-    labels = await store._run(
+    nodes = await store.run("MATCH (n) RETURN count(n) AS c", {}, write=False, what="counting")
+    rels = await store.run("MATCH ()-[r]->() RETURN count(r) AS c", {}, write=False, what="counting")
+    labels = await store.run(
         "MATCH (n) UNWIND labels(n) AS l RETURN collect(DISTINCT l) AS ls", {}, write=False, what="labels"
     )
-    types = await store._run(
+    types = await store.run(
         "MATCH ()-[r]->() RETURN collect(DISTINCT type(r)) AS ts", {}, write=False, what="types"
     )
     return (
@@ -216,7 +216,7 @@ async def test_hostile_filters_agree_with_matches_on_neo4j(neo4j_kb_factory: Cal
             f"RETURN i, [{', '.join(exprs)}] AS results ORDER BY i"
         )
         await store.assert_read_only(query, params)
-        res = await store._run(query, params, write=False, what="evaluating filters")
+        res = await store.run(query, params, write=False, what="evaluating filters")
         for record in res.records:
             row = rows[record["i"]]
             for where, got in zip(batch, record["results"], strict=True):
@@ -254,7 +254,7 @@ async def test_two_knowledge_bases_write_the_same_entities_at_once(neo4j_kb_fact
     assert {k: counts[k] for k in ("nodes", "relations")} == expected_counts(items)
     store = a.store
     assert isinstance(store, Neo4jGraphStore)
-    ids = await store._run(
+    ids = await store.run(
         "MATCH (n:KagEntity) WITH n.id AS id, count(*) AS c WHERE c > 1 RETURN count(id) AS dup",
         {},
         write=False,

@@ -11,7 +11,9 @@ import kag
 from kag.datamodels.documents import Document
 from kag.errors import ConfigError, InvalidInputError, StoreFormatError
 from kag.examples.seed import City, Country, IsCapitalOf
-from kag.knowledge.knowledge import Knowledge, SearchHit, create_knowledge
+from kag.knowledge.factory import create_knowledge
+from kag.knowledge.hits import SearchHit
+from kag.knowledge.knowledge import Knowledge
 from kag.rag.splitter import RecursiveCharacterSplitter
 from tests.knowledge.conftest import CORPUS, KnowledgeFactory, corpus_documents
 

@@ -6,7 +6,7 @@ from typing import Literal
 
 import kag
 from kag.datamodels.schema import GraphSchema
-from kag.knowledge.passages import EntityMatcher, entity_names, names_of
+from kag.knowledge.mentions import EntityMatcher, entity_names, names_of
 
 
 class Place(kag.Entity):

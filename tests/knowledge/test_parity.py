@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from kag.examples.seed import City
-from kag.knowledge.knowledge import Knowledge, SearchHit
+from kag.knowledge.hits import SearchHit
+from kag.knowledge.knowledge import Knowledge
 from kag.rag.splitter import RecursiveCharacterSplitter
 from tests.knowledge.conftest import KnowledgeFactory, corpus_documents, memory_knowledge, topic_documents
 

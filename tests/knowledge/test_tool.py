@@ -9,7 +9,7 @@ import pytest
 
 from kag.datamodels.schema import strict_schema
 from kag.errors import InvalidInputError
-from kag.knowledge.knowledge import SearchHit
+from kag.knowledge.hits import SearchHit
 from kag.knowledge.tool import render_context
 from kag.lm.openai import strict_json_schema
 from tests.knowledge.conftest import KnowledgeFactory, corpus_documents

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kag.lm import JSONSchemaValidationError, check_json_schema, validate_json_schema
+from kag.errors import JSONSchemaValidationError
+from kag.lm import check_json_schema, validate_json_schema
 
 PERSON: dict[str, Any] = {
     "type": "object",

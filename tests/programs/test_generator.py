@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 import kag
-from kag.errors import ConfigError, GenerationError
+from kag.errors import ConfigError, GenerationError, UnsafeTemplateError
 from kag.lm import ScriptedLM
-from kag.programs import Generator, Input, Program, UnsafeTemplateError
+from kag.programs import Generator, Input, Program
 
 
 class Query(kag.DataModel):

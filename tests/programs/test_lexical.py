@@ -19,7 +19,8 @@ from kag.examples.world import (
     world_knowledge_base,
 )
 from kag.lm import BaseLanguageModel, LanguageModel
-from kag.lm.lexical import LexicalLM, split_identifier, stem, words
+from kag.lm.lexical import LexicalLM
+from kag.lm.lexical.text import split_identifier, stem, words
 from kag.programs import Program
 from kag.rag import embedders
 

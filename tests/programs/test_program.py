@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 import kag
 from kag.errors import ConfigError, InvalidInputError
-from kag.programs import Input, Module, Program, SymbolicTensor
+from kag.programs import Input, Module, Program, SymbolicDataModel
 
 
 class Query(kag.DataModel):
@@ -99,7 +99,7 @@ async def test_tracing_records_graph_without_running() -> None:
     upper = Upper()
     x = upper(inputs)
     y = await upper(inputs)  # awaiting a symbolic call returns the tensor itself
-    assert isinstance(x, SymbolicTensor) and isinstance(y, SymbolicTensor)
+    assert isinstance(x, SymbolicDataModel) and isinstance(y, SymbolicDataModel)
     assert x.data_model is Echo and x.node is not None and x.node.module is upper
     assert x.node.inbound == (inputs,)
     assert y.name != x.name  # a second call of the same module is a second node

@@ -7,8 +7,8 @@ import pytest
 from rank_bm25 import BM25Okapi
 
 from kag.errors import InvalidInputError
-from kag.rag.bm25 import BM25Index
-from kag.rag.embedders import words
+from kag.ranking.bm25 import BM25Index
+from kag.text import words
 
 QUERIES = [
     "how do I catch exceptions with try",

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kag.errors import InvalidInputError
-from kag.rag.filters import (
+from kag.query.filters import (
     OPERATORS,
     compile_cypher,
     compile_matcher,

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kag.errors import InvalidInputError
-from kag.rag.filters import compile_cypher, flatten_metadata, matches
+from kag.query.filters import compile_cypher, flatten_metadata, matches
 from tests.neo4j_support import check_reachable, neo4j_settings
 from tests.rag.test_filters import CASES, META
 

@@ -8,19 +8,26 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kag.errors import InvalidInputError
-from kag.rag.ranking import hybrid_scores, min_max_normalize, mmr, score_threshold, sort_results
+from kag.ranking.fusion import hybrid_scores, max_normalize, min_max_normalize, mmr, score_threshold, sort_results
 
 
-def test_weighted_fusion_normalizes_keyword_scores() -> None:
+def test_weighted_fusion_divides_keyword_scores_by_the_best() -> None:
     vector = {"a": 0.9, "b": 0.5, "c": 0.7}
     keyword = {"b": 12.0, "c": 2.0, "d": 7.0}
     fused = dict(hybrid_scores(vector, keyword, alpha=0.5))
     assert fused["a"] == pytest.approx(0.45)  # no keyword hit: 0 there
     assert fused["b"] == pytest.approx(0.5 * 0.5 + 0.5 * 1.0)
-    assert fused["c"] == pytest.approx(0.5 * 0.7 + 0.0)
-    assert fused["d"] == pytest.approx(0.5 * 0.5)
+    # the weakest keyword hit keeps its share (2/12): min-max scaling would zero it
+    assert fused["c"] == pytest.approx(0.5 * 0.7 + 0.5 * 2.0 / 12.0)
+    assert fused["d"] == pytest.approx(0.5 * 7.0 / 12.0)
     assert list(dict(hybrid_scores(vector, keyword, alpha=1.0))) == ["a", "c", "b", "d"]
     assert [i for i, _ in hybrid_scores(vector, keyword, alpha=0.0)][:1] == ["b"]
+
+
+def test_max_normalize() -> None:
+    assert max_normalize({"x": 4.0, "y": 1.0}) == {"x": 1.0, "y": 0.25}
+    assert max_normalize({"x": 0.0}) == {"x": 0.0}
+    assert max_normalize({}) == {}
 
 
 def test_single_keyword_hit_normalizes_to_one() -> None:

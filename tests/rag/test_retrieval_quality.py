@@ -12,11 +12,11 @@ from __future__ import annotations
 import numpy as np
 
 from kag.datamodels.documents import Document
-from kag.rag.bm25 import BM25Index
 from kag.rag.embedders import HashEmbedder
 from kag.rag.evaluation import format_table, mean, recall_at_k, reciprocal_rank
-from kag.rag.ranking import hybrid_scores, sort_results
 from kag.rag.splitter import RecursiveCharacterSplitter
+from kag.ranking.bm25 import BM25Index
+from kag.ranking.fusion import hybrid_scores, sort_results
 
 QUESTIONS: dict[str, set[str]] = {
     "how do I catch exceptions with try": {"try"},

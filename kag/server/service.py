@@ -1,40 +1,27 @@
-"""What the command line and the server share: schema, knowledge base, language model and operations.
+"""The operations behind the CLI, the HTTP routes and the MCP tools, as one :class:`Service`.
 
-* :func:`load_schema` reads ``--schema``: ``package.module:ATTR`` (a list of
-  ``Entity``/``Relation`` classes, one class, or a ``GraphSchema``) or
-  ``package.module`` exposing ``ENTITY_MODELS`` / ``RELATION_MODELS``. The
-  default is the world-geography models of :mod:`kag.examples.world`.
-* :func:`check_kb_uri` and :func:`build_language_model` read ``--kb`` and ``--lm``
-  (``lexical``, ``openai:MODEL[@BASE_URL]``, ``ollama:MODEL[@BASE_URL]``).
-* :class:`Service` holds the knowledge base, its :class:`~kag.knowledge.knowledge.Knowledge`
-  facade and the language model, and implements the operations behind both the
-  CLI commands and the HTTP/MCP endpoints (search, triplet search, ask, ingest,
-  counts), returning JSON-compatible dicts.
-
-Neo4j credentials come from ``NEO4J_USER`` / ``NEO4J_PASSWORD`` / ``NEO4J_DATABASE``
-(read by the Neo4j store); ``$KAG_KB`` is the default ``--kb``.
+:class:`Service` holds the knowledge base, its :class:`~kag.knowledge.knowledge.Knowledge`
+facade and the language model, and implements search, triplet search, ask, ingest and
+counts, returning JSON-compatible dicts. Every entry point calls the same methods, so a
+bound or a check holds the same way everywhere.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib
-import math
 import os
-import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import pydantic
 
 from kag.datamodels.base import Entity, Relation
 from kag.datamodels.documents import Document
 from kag.datamodels.schema import ANY, GraphSchema
-from kag.errors import ConfigError, InvalidInputError, SchemaError
-from kag.graph import NEO4J_SCHEMES
+from kag.errors import ConfigError, InvalidInputError, SchemaError, UsageError
 from kag.graph.memory import MemoryGraphStore
 from kag.knowledge.base import KnowledgeBase
 from kag.knowledge.knowledge import Knowledge
@@ -42,235 +29,24 @@ from kag.lm.base import LanguageModel
 from kag.programs import Generator, Input, KnowledgeRetriever, Program
 from kag.rag.loaders import AutoLoader, Source
 from kag.rag.splitter import RecursiveCharacterSplitter
+from kag.server.specs import (
+    DEFAULT_SCHEMA,
+    LMSpec,
+    SchemaSpec,
+    backend_name,
+    build_language_model,
+    check_kb_uri,
+    default_kb_uri,
+    load_schema,
+    parse_lm_spec,
+    public_uri,
+)
+from kag.validation import check_k, check_threshold
 
-__all__ = [
-    "DEFAULT_SCHEMA",
-    "LMSpec",
-    "SchemaSpec",
-    "Service",
-    "UsageError",
-    "build_language_model",
-    "check_kb_uri",
-    "default_kb_uri",
-    "load_schema",
-    "parse_lm_spec",
-]
+__all__ = ["MAX_REQUEST_K", "AnswerOut", "QuestionIn", "Service", "redact_params"]
 
-DEFAULT_SCHEMA = "kag.examples.world"
-MAX_K = 100
-
-
-class UsageError(ConfigError):
-    """A command-line value is unusable (bad ``--schema``, ``--kb``, ``--lm``, label...): exit code 2."""
-
-
-# --------------------------------------------------------------------------- schema
-
-
-@dataclass(frozen=True)
-class SchemaSpec:
-    """The models a ``--schema`` value names."""
-
-    entity_models: tuple[type[Entity], ...]
-    relation_models: tuple[type[Relation], ...]
-    source: str
-
-    @property
-    def graph_schema(self) -> GraphSchema:
-        """The validated :class:`GraphSchema` of these models."""
-        return GraphSchema(list(self.entity_models), list(self.relation_models))
-
-
-def _import_module(name: str) -> Any:
-    cwd = os.getcwd()
-    added = cwd not in sys.path
-    if added:  # `kag --schema myschema:MODELS` finds modules of the current directory, like `python -m`
-        sys.path.insert(0, cwd)
-    try:
-        return importlib.import_module(name)
-    except ImportError as exc:
-        raise UsageError(f"--schema: cannot import module {name!r} ({exc}).") from None
-    except Exception as exc:  # the module itself failed while importing
-        raise UsageError(f"--schema: importing {name!r} failed: {type(exc).__name__}: {exc}") from None
-    finally:
-        if added and cwd in sys.path:
-            sys.path.remove(cwd)
-
-
-def _split_models(items: Iterable[Any], where: str) -> tuple[list[type[Entity]], list[type[Relation]]]:
-    entities: list[type[Entity]] = []
-    relations: list[type[Relation]] = []
-    for item in items:
-        if isinstance(item, type) and issubclass(item, Relation):
-            relations.append(item)
-        elif isinstance(item, type) and issubclass(item, Entity):
-            entities.append(item)
-        else:
-            raise UsageError(f"--schema: {where} holds {item!r}, which is not an Entity or Relation class.")
-    return entities, relations
-
-
-def load_schema(spec: str | None = None) -> SchemaSpec:
-    """Resolve a ``--schema`` value (``None``: :data:`DEFAULT_SCHEMA`).
-
-    ``package.module:ATTR``: ``ATTR`` is a list/tuple of Entity and Relation
-    classes, a single class, or a :class:`GraphSchema`. ``package.module``: the
-    module's ``ENTITY_MODELS`` and ``RELATION_MODELS``.
-
-    Raises:
-        UsageError: the module cannot be imported, the attribute is missing, or it
-            does not hold models; or the models do not form a valid schema.
-    """
-    text = DEFAULT_SCHEMA if spec is None else spec.strip()
-    if not text or text.count(":") > 1:
-        raise UsageError(f"--schema must be 'package.module:ATTR' or 'package.module', got {spec!r}.")
-    module_name, _, attr = text.partition(":")
-    if not module_name or (":" in text and not attr):
-        raise UsageError(f"--schema must be 'package.module:ATTR' or 'package.module', got {spec!r}.")
-    module = _import_module(module_name)
-    entities: list[type[Entity]] = []
-    relations: list[type[Relation]] = []
-    if attr:
-        obj: Any = module
-        try:
-            for part in attr.split("."):
-                obj = getattr(obj, part)
-        except AttributeError:
-            raise UsageError(f"--schema: module {module_name!r} has no attribute {attr!r}.") from None
-        if isinstance(obj, GraphSchema):
-            entities, relations = list(obj.entity_models), list(obj.relation_models)
-        elif isinstance(obj, type):
-            entities, relations = _split_models([obj], text)
-        elif isinstance(obj, list | tuple | set | frozenset):
-            entities, relations = _split_models(obj, text)
-        else:
-            raise UsageError(f"--schema: {text} is a {type(obj).__name__}; expected a list of Entity/Relation classes.")
-    else:
-        found_e = getattr(module, "ENTITY_MODELS", None)
-        found_r = getattr(module, "RELATION_MODELS", None)
-        if found_e is None and found_r is None:
-            raise UsageError(
-                f"--schema: module {module_name!r} defines neither ENTITY_MODELS nor RELATION_MODELS; "
-                f"name the models with '{module_name}:ATTR'."
-            )
-        entities, _ = _split_models(found_e or (), f"{module_name}.ENTITY_MODELS")
-        _, relations = _split_models(found_r or (), f"{module_name}.RELATION_MODELS")
-    try:
-        schema = GraphSchema(entities, relations)
-    except SchemaError as exc:
-        raise UsageError(f"--schema {text}: {exc}") from None
-    if not schema.entity_labels:
-        raise UsageError(f"--schema {text} declares no entity model.")
-    return SchemaSpec(tuple(schema.entity_models), tuple(schema.relation_models), text)
-
-
-# --------------------------------------------------------------------------- knowledge base URI
-
-
-def default_kb_uri() -> str:
-    """``$KAG_KB`` or ``memory://``."""
-    return os.environ.get("KAG_KB") or "memory://"
-
-
-def check_kb_uri(uri: str) -> str:
-    """Check a ``--kb`` value: ``memory://``, ``memory://path.json`` or ``neo4j://`` / ``bolt://`` URIs."""
-    if not isinstance(uri, str) or not uri.strip():
-        raise UsageError("--kb must be a URI such as memory://kb.json or neo4j://127.0.0.1:7687.")
-    uri = uri.strip()
-    if uri.startswith("memory://"):
-        path = uri[len("memory://") :]
-        if path and Path(path).expanduser().is_dir():
-            raise UsageError(f"--kb {uri}: {path} is a directory; name a file such as {path.rstrip('/')}/kb.json.")
-        return uri
-    if uri.startswith(NEO4J_SCHEMES):
-        if not urlsplit(uri).hostname:
-            raise UsageError(f"--kb {uri}: no host; use e.g. neo4j://127.0.0.1:7687.")
-        return uri
-    raise UsageError(f"unsupported --kb URI {uri!r}: use memory://, memory://path/to/kb.json or neo4j://host:7687.")
-
-
-def public_uri(uri: str) -> str:
-    """``uri`` without credentials (``neo4j://user:pw@host`` -> ``neo4j://host``)."""
-    if uri.startswith("memory://"):
-        return uri
-    parts = urlsplit(uri)
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
-
-
-def backend_name(kb: KnowledgeBase) -> str:
-    """``"memory"`` or ``"neo4j"`` (else the store's class name)."""
-    if isinstance(kb.store, MemoryGraphStore):
-        return "memory"
-    if kb.uri.startswith(NEO4J_SCHEMES):
-        return "neo4j"
-    return type(kb.store).__name__
-
-
-# --------------------------------------------------------------------------- language model
-
-
-@dataclass(frozen=True)
-class LMSpec:
-    """A parsed ``--lm`` value."""
-
-    kind: str  # "lexical", "openai" or "ollama"
-    model: str = ""
-    base_url: str | None = None
-
-    def __str__(self) -> str:
-        if self.kind == "lexical":
-            return "lexical"
-        return f"{self.kind}:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
-
-
-def parse_lm_spec(spec: str | None) -> LMSpec:
-    """Parse ``lexical`` (default), ``openai:MODEL[@BASE_URL]`` or ``ollama:MODEL[@BASE_URL]``."""
-    text = (spec or "lexical").strip()
-    if text == "lexical":
-        return LMSpec("lexical")
-    kind, sep, rest = text.partition(":")
-    if not sep or kind not in ("openai", "ollama"):
-        raise UsageError(
-            f"--lm must be 'lexical', 'openai:MODEL[@BASE_URL]' or 'ollama:MODEL[@BASE_URL]'; got {spec!r}."
-        )
-    model, at, base_url = rest.partition("@")
-    if not model.strip():
-        raise UsageError(f"--lm {spec!r}: the model name is empty (e.g. openai:gpt-4o-mini, ollama:llama3.1:8b).")
-    if at and not base_url.strip():
-        raise UsageError(f"--lm {spec!r}: the base URL after '@' is empty.")
-    return LMSpec(kind, model.strip(), base_url.strip() or None)
-
-
-def build_language_model(spec: LMSpec | str | None, kb: KnowledgeBase) -> LanguageModel:
-    """The language model of a ``--lm`` value (``lexical`` looks names up in ``kb``).
-
-    The OpenAI client reads ``$OPENAI_API_KEY``; keys are never taken from the command line.
-    """
-    parsed = spec if isinstance(spec, LMSpec) else parse_lm_spec(spec)
-    try:
-        if parsed.kind == "lexical":
-            from kag.lm.lexical import LexicalLM
-
-            return LexicalLM(knowledge_base=kb)
-        if parsed.kind == "openai":
-            from kag.lm.openai import OpenAICompatibleLM
-
-            if parsed.base_url:
-                return OpenAICompatibleLM(parsed.model, base_url=parsed.base_url)
-            return OpenAICompatibleLM(parsed.model)
-        from kag.lm.ollama import OllamaLM
-
-        if parsed.base_url:
-            return OllamaLM(parsed.model, base_url=parsed.base_url)
-        return OllamaLM(parsed.model)
-    except ConfigError as exc:
-        raise UsageError(f"--lm {parsed}: {exc}") from None
-
-
-# --------------------------------------------------------------------------- the service
+MAX_REQUEST_K = 100
+"""The largest ``k`` one request may ask for (the library allows up to ``kag.validation.MAX_K``)."""
 
 
 class QuestionIn(pydantic.BaseModel):
@@ -283,23 +59,6 @@ class AnswerOut(pydantic.BaseModel):
     """An answer grounded in the retrieved facts."""
 
     answer: str = pydantic.Field(description="The answer, using only the retrieved facts")
-
-
-def _check_k(k: Any, name: str = "k") -> int:
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
-        raise InvalidInputError(f"{name} must be an integer in 1..{MAX_K}, got {k!r}.")
-    return k
-
-
-def _check_threshold(threshold: Any) -> float:
-    if (
-        isinstance(threshold, bool)
-        or not isinstance(threshold, int | float)
-        or not math.isfinite(threshold)
-        or not 0.0 <= threshold <= 1.0
-    ):
-        raise InvalidInputError(f"threshold must be a number in [0, 1], got {threshold!r}.")
-    return float(threshold)
 
 
 def _jsonable(value: Any) -> Any:
@@ -447,7 +206,7 @@ class Service:
         """Facts then passages for ``query`` (``Knowledge.search``), or entities of ``label`` by similarity."""
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("query must be a non-empty string.")
-        k = _check_k(k)
+        k = check_k(k, maximum=MAX_REQUEST_K)
         if label is None:
             return [hit.to_dict() for hit in await self.knowledge.search(query, k=k, where=where)]
         self.check_label(label)
@@ -479,7 +238,9 @@ class Service:
         Returns ``{"facts", "count", "cypher", "params"}``; query vectors in
         ``params`` are summarized unless ``include_vectors``.
         """
-        results = await self.kb.triplet_search(dict(search), k=_check_k(k), threshold=_check_threshold(threshold))
+        results = await self.kb.triplet_search(
+            dict(search), k=check_k(k, maximum=MAX_REQUEST_K), threshold=check_threshold(threshold)
+        )
         query = results.query
         return {
             "facts": [hit.to_dict() for hit in results],
@@ -496,7 +257,7 @@ class Service:
         """
         if threshold is None:
             threshold = 0.9 if self.lm_spec.kind == "lexical" else 0.7
-        key = (_check_k(k), _check_threshold(threshold), max_hops)
+        key = (check_k(k, maximum=MAX_REQUEST_K), check_threshold(threshold), max_hops)
         if key not in self._programs:
             lm = self.language_model
             inputs = Input(data_model=QuestionIn, name="question")
@@ -536,7 +297,9 @@ class Service:
         if not isinstance(question, str) or not question.strip():
             raise InvalidInputError("question must be a non-empty string.")
         if mode == "rag":
-            rag = await self.knowledge.ask(question, language_model=self.language_model, k=min(_check_k(k), 20))
+            rag = await self.knowledge.ask(
+                question, language_model=self.language_model, k=min(check_k(k, maximum=MAX_REQUEST_K), 20)
+            )
             return {
                 "question": question,
                 "mode": "rag",
@@ -688,6 +451,3 @@ class Service:
             result = await self.knowledge.upsert(items)
             self.persist()
         return result
-
-
-EXAMPLE_SCHEMAS = {"world": "kag.examples.world", "seed": "kag.examples.seed"}

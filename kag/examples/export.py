@@ -1,4 +1,4 @@
-"""Write the JSON schemas of the example models into ``schemas/`` (``python -m kag.datamodels.export``)."""
+"""Write the JSON schemas of the example models into ``schemas/`` (``python -m kag.examples.export``)."""
 
 from __future__ import annotations
 

@@ -18,7 +18,8 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 
 from kag.errors import InvalidInputError
-from kag.rag.embedders import words
+from kag.text import words
+from kag.validation import check_k
 
 Tokenizer = Callable[[str], list[str]]
 
@@ -188,8 +189,7 @@ class BM25Index:
 
         Sorted by score descending, ties broken by id ascending.
         """
-        if not isinstance(k, int) or isinstance(k, bool) or k < 0:
-            raise InvalidInputError(f"k must be an int >= 0, got {k!r}.")
+        check_k(k, minimum=0)
         scores, matched = self._row_scores(query)
         candidates = np.flatnonzero(matched)
         if k == 0 or candidates.size == 0:

@@ -66,7 +66,7 @@ def _is_segment(key: str, *, first: bool = True, last: bool = True) -> bool:
     with ``_`` when another follows, nor start with ``_`` unless it is first:
     that keeps ``__``-joined property names unambiguous (``a_.x`` vs ``a._x``).
     """
-    if not _SEGMENT.match(key) or SEPARATOR in key:
+    if not _SEGMENT.fullmatch(key) or SEPARATOR in key:
         return False
     if not first and key.startswith("_"):
         return False
@@ -430,7 +430,7 @@ def compile_cypher(
     """
     validate_filter(where)
     for name, what in ((alias, "alias"), (prefix, "parameter prefix")):
-        if not isinstance(name, str) or not _SEGMENT.match(name):
+        if not isinstance(name, str) or not _SEGMENT.fullmatch(name):
             raise InvalidInputError(
                 f"Cypher {what} {name!r} must match ^[A-Za-z_][A-Za-z0-9_]{{0,63}}$."
             )

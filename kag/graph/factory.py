@@ -1,0 +1,55 @@
+"""Choosing a store: a graph store from a URI, and the passage store that goes with a graph store.
+
+The one place that knows every backend, so the backends never import each other.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from kag.errors import ConfigError
+from kag.graph.base import GraphStore
+from kag.graph.memory import MemoryGraphStore
+from kag.graph.neo4j import Neo4jGraphStore
+from kag.graph.passages import PassageStore
+from kag.graph.passages_memory import MemoryPassageStore
+from kag.graph.passages_neo4j import Neo4jPassageStore
+
+NEO4J_SCHEMES = ("neo4j://", "neo4j+s://", "neo4j+ssc://", "bolt://", "bolt+s://", "bolt+ssc://")
+
+
+def open_store(uri: str, **options: Any) -> GraphStore:
+    """Open the store a URI names: ``memory://[path]`` or ``neo4j://host:port`` / ``bolt://...``."""
+    if not isinstance(uri, str):
+        raise ConfigError(f"store URI must be a string, got {type(uri).__name__}.")
+    if uri.startswith("memory://"):
+        path = uri[len("memory://") :]
+        if options:
+            raise ConfigError(f"memory:// takes no options, got {sorted(options)}.")
+        return MemoryGraphStore(path or None)
+    if uri.startswith(NEO4J_SCHEMES):
+        return Neo4jGraphStore(uri, **options)
+    raise ConfigError(
+        f"unsupported store URI {uri!r}: use 'memory://', 'memory://path/to/kb.json' or 'neo4j://host:7687'."
+    )
+
+
+_MEMORY_STORES: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+def passage_store_for(store: Any) -> PassageStore:
+    """The passage store of a graph store (memory stores share one side structure per store)."""
+    if isinstance(store, MemoryGraphStore):
+        found = _MEMORY_STORES.get(store)
+        if found is None:
+            path = None if store.path is None else store.path.with_name(store.path.name + ".passages.json")
+            found = _MEMORY_STORES[store] = MemoryPassageStore(store, path=path)
+        result: PassageStore = found
+        return result
+    if isinstance(store, Neo4jGraphStore):
+        return Neo4jPassageStore(store)
+    raise ConfigError(
+        f"{type(store).__name__} has no passage support; pass passage_store=... "
+        "(an object implementing kag.graph.passages.PassageStore)."
+    )

@@ -1,0 +1,245 @@
+"""Answering extractively from the facts rendered in the prompt."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kag.lm.lexical.text import _ARROW, _FACT_TAIL, _SECTION, _YES_NO, stem, words
+
+# -- answering from the rendered context -------------------------------------------------
+
+
+@dataclass
+class _Fact:
+    nodes: list[str]
+    labels: list[str | None]
+    text: str
+    score: float | None
+    props: dict[str, dict[str, str]]
+
+
+def _sections(text: str) -> dict[str, list[str]]:
+    """``name: value`` sections of a rendered prompt; continuation lines belong to the last."""
+    out: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        m = _SECTION.match(line)
+        if m and not line.startswith((" ", "-")):
+            current = out.setdefault(m.group(1).lower(), [])
+            if m.group(2) is not None and m.group(2).strip():
+                current.append(m.group(2).strip())
+        elif current is not None and line.strip():
+            current.append(line.strip())
+    return out
+
+
+def _parse_fact(line: str) -> _Fact | None:
+    body = line[2:] if line.startswith("- ") else line
+    score: float | None = None
+    props: dict[str, dict[str, str]] = {}
+    m = _FACT_TAIL.match(body)
+    if m:
+        body = m.group(1)
+        for part in m.group(2).split("; "):
+            if part.startswith("score "):
+                try:
+                    score = float(part[6:])
+                except ValueError:
+                    score = None
+            elif ": " in part:
+                name, _, rest = part.partition(": ")
+                props[name] = dict(p.split(" ", 1) for p in rest.split(", ") if " " in p)
+    pieces = _ARROW.split(body)
+    if len(pieces) >= 3:
+        nodes = [p for i, p in enumerate(pieces) if i % 3 == 0]
+        return _Fact(nodes, [None] * len(nodes), body, score, props)
+    single = re.match(r"^(.*) \(([A-Za-z][A-Za-z0-9_]*)\)$", body)
+    if single:  # a negated or zero-hop hit: "Lyon (City)"
+        return _Fact([single.group(1)], [single.group(2)], body, score, props)
+    return None
+
+
+def _contains(tokens: list[str], name: str) -> bool:
+    key = words(name)
+    n = len(key)
+    return n > 0 and any(tokens[i : i + n] == key for i in range(len(tokens) - n + 1))
+
+
+@dataclass
+class _Answer:
+    text: str
+    names: list[str]
+    facts: list[_Fact]
+    count: int | None
+    found: bool
+
+
+def _compose(prompt: str) -> _Answer:
+    """The extractive answer to the question in ``prompt``, from the facts it lists."""
+    sections = _sections(prompt)
+    question = _question(prompt, sections)
+    facts = [f for lines in sections.values() for ln in lines if (f := _parse_fact(ln)) is not None]
+    if not sections:
+        facts = [f for ln in prompt.splitlines() if "-[" in ln and (f := _parse_fact(ln.strip()))]
+    count: int | None = None
+    for line in sections.get("count", []):
+        if re.fullmatch(r"-?\d+", line):
+            count = int(line)
+    tokens = words(question)
+    source = f"top fact: {facts[0].text}" if facts else ""
+
+    if count is not None:
+        return _Answer(
+            f"{count} (the number of matches the knowledge-graph query counted; extractive answer)",
+            [str(count)],
+            facts,
+            count,
+            True,
+        )
+    if not facts:
+        return _Answer(
+            "No matching facts were found in the knowledge graph, so I cannot answer "
+            "(extractive answer: only retrieved facts are used).",
+            [],
+            [],
+            None,
+            False,
+        )
+    # a property question ("What is the population of Tokyo?")
+    for fact in facts:
+        for name, props in fact.props.items():
+            if not _contains(tokens, name):
+                continue
+            for prop, value in props.items():
+                if prop in tokens or stem(prop) in {stem(t) for t in tokens}:
+                    return _Answer(
+                        f"The {prop} of {name} is {value} (extractive answer; {source}).",
+                        [value],
+                        facts,
+                        None,
+                        True,
+                    )
+    names: list[str] = []
+    for fact in facts:
+        mentioned = [i for i, n in enumerate(fact.nodes) if _contains(tokens, n)]
+        if mentioned:
+            far = max(range(len(fact.nodes)), key=lambda i: (min(abs(i - m) for m in mentioned), -i))
+            pick = None if far in mentioned else fact.nodes[far]
+        else:
+            pick = fact.nodes[0]
+        if pick is not None and pick not in names:
+            names.append(pick)
+    if tokens and tokens[0] in _YES_NO:
+        text = f"Yes: the knowledge graph states {facts[0].text} (extractive answer)."
+        return _Answer(text, ["yes"], facts, None, True)
+    if not names:  # every entity of the facts was named in the question
+        return _Answer(f"{facts[0].text} (extractive answer).", [facts[0].nodes[0]], facts, None, True)
+    shown = names[:10]
+    more = f" and {len(names) - 10} more" if len(names) > 10 else ""
+    return _Answer(
+        f"{', '.join(shown)}{more} (extractive answer from {len(facts)} retrieved fact(s); {source}).",
+        names,
+        facts,
+        None,
+        True,
+    )
+
+
+def _resolve(node: Any, root: dict[str, Any]) -> dict[str, Any]:
+    while isinstance(node, dict) and isinstance(node.get("$ref"), str) and node["$ref"].startswith("#/"):
+        target: Any = root
+        for part in node["$ref"][2:].split("/"):
+            target = target.get(part, {}) if isinstance(target, dict) else {}
+        rest = {k: v for k, v in node.items() if k != "$ref"}
+        node = {**target, **rest}
+    return node if isinstance(node, dict) else {}
+
+
+_REASON = re.compile(r"reason|rational|explan|justif|thought|thinking|analysis|note")
+_SOURCE = re.compile(r"fact|source|citation|evidence|support|context|reference")
+
+
+def _fill(name: str, prop: Any, root: dict[str, Any], ans: _Answer, depth: int = 0) -> Any:
+    """A value for one schema property, from the extractive answer."""
+    prop = _resolve(prop, root)
+    if "const" in prop:
+        return prop["const"]
+    if "enum" in prop:
+        options = list(prop["enum"])
+        lowered = [str(o).lower() for o in options]
+        for candidate in (*ans.names, ans.text):
+            if str(candidate).lower() in lowered:
+                return options[lowered.index(str(candidate).lower())]
+        return options[0] if options else None
+    for key in ("anyOf", "oneOf"):
+        if key in prop:
+            branches = [_resolve(b, root) for b in prop[key]]
+            non_null = [b for b in branches if b.get("type") != "null"]
+            if not non_null:
+                return None
+            if not ans.found and len(non_null) < len(branches):
+                return None
+            return _fill(name, non_null[0], root, ans, depth)
+    kind = prop.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    lname = name.lower()
+    if kind == "string":
+        if _REASON.search(lname):
+            return (
+                "Extractive: selected from the retrieved facts by lexical matching "
+                "(kag.lm.LexicalLM, not a language model); no reasoning was performed."
+            )
+        if _SOURCE.search(lname):
+            return ans.facts[0].text if ans.facts else ""
+        return ans.text
+    if kind == "integer":
+        if ans.count is not None:
+            return ans.count
+        return len(ans.names) if "count" in lname or "number" in lname or "total" in lname else len(ans.facts)
+    if kind == "number":
+        scores = [f.score for f in ans.facts if f.score is not None]
+        if ans.count is not None and not ("score" in lname or "confidence" in lname):
+            return float(ans.count)
+        return float(scores[0]) if scores else 0.0
+    if kind == "boolean":
+        return ans.found
+    if kind == "array":
+        items = _resolve(prop.get("items") or {}, root)
+        item_kind = items.get("type")
+        if item_kind == "string":
+            return [f.text for f in ans.facts] if _SOURCE.search(lname) else list(ans.names)
+        if item_kind == "object" and depth < 4:
+            return [_fill_object(items, root, ans, depth + 1)] if ans.found and prop.get("minItems") else []
+        return []
+    if kind == "object" or "properties" in prop:
+        return _fill_object(prop, root, ans, depth + 1) if depth < 4 else {}
+    if kind == "null":
+        return None
+    return ans.text
+
+
+def _fill_object(schema: dict[str, Any], root: dict[str, Any], ans: _Answer, depth: int = 0) -> dict[str, Any]:
+    props = schema.get("properties") or {}
+    return {name: _fill(name, prop, root, ans, depth) for name, prop in props.items()}
+
+
+def _question(prompt: str, sections: Mapping[str, list[str]] | None = None) -> str:
+    """The question inside a rendered prompt (``query: ...`` style sections or plain text)."""
+    sections = _sections(prompt) if sections is None else sections
+    for key in ("query", "question", "q", "input", "request", "prompt", "text"):
+        lines = [ln for ln in sections.get(key, []) if not ln.startswith("- ")]
+        if lines:
+            return " ".join(lines)
+    for lines in sections.values():
+        if len(lines) == 1 and lines[0].endswith("?"):
+            return lines[0]
+    if sections:
+        first = [ln for ln in next(iter(sections.values())) if not ln.startswith("- ")]
+        if first:
+            return " ".join(first)
+    plain = [ln.strip() for ln in prompt.splitlines() if ln.strip() and "-[" not in ln]
+    return next((ln for ln in plain if ln.endswith("?")), plain[0] if plain else prompt)

@@ -1,0 +1,158 @@
+"""``LexicalLM``: the offline default "model" — a lexical matcher, not a language model.
+
+It needs no network and no weights, so ``make demo``, notebooks and tests run
+anywhere. It answers two kinds of requests:
+
+* **Triplet searches** (the schema of :func:`kag.triplet_search_schema` or
+  :func:`kag.triplet_chain_schema`): it reads the question, finds the entity
+  names the knowledge base holds (n-grams looked up with
+  ``kb.similarity_search``, exact after normalization, or a close spelling),
+  the declared labels ("cities" -> ``City``), the relation names split on
+  CamelCase (``IsCapitalOf`` -> "capital") plus the words of the relation
+  models' docstrings and field descriptions, and the logic words ("how many"
+  -> ``count``, "not"/"without" -> ``negated``). It then picks the pattern whose
+  endpoint types fit, or a chain of up to ``max_hops`` patterns when no single
+  relation links the names to the label being asked for.
+* **Anything else** (e.g. a Generator's answer model): it fills the schema
+  *extractively* from the facts rendered in the prompt — the entities of the
+  retrieved facts that the question did not mention, a count, or a property
+  value — and says so in the answer. It never invents facts.
+
+Limits (by design): no paraphrase or synonym understanding beyond the words of
+labels, relation names and docstrings; no numeric comparisons ("more than 1
+million"), no superlatives, no coreference; at most two named entities per
+question; questions in English. Wrong guesses are possible when several
+relations fit equally well (it then uses ``"*"``). Use a real model
+(:class:`~kag.lm.OpenAICompatibleLM`, :class:`~kag.lm.OllamaLM`) for anything
+beyond look-up questions.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from kag.errors import ConfigError
+from kag.lm.base import BaseLanguageModel, Message
+from kag.lm.lexical.analysis import _analyze, _NameIndex
+from kag.lm.lexical.answer import _Answer, _compose, _fill_object, _question
+from kag.lm.lexical.schema import NameLookup, _schema_from_json
+from kag.lm.lexical.search import _search
+from kag.lm.lexical.text import _REPAIR_PREFIX
+
+
+class LexicalLM(BaseLanguageModel):
+    """A lexical matcher, not a language model: fills triplet searches and extractive answers offline.
+
+    No network, no weights, no understanding. See the
+    module docstring for what it matches and its limits. It implements the
+    :class:`~kag.lm.LanguageModel` protocol through :class:`BaseLanguageModel`,
+    so its answers go through the same validation and repair loop as real models
+    (after a failed validation it relaxes its choice: any relation, then the
+    facts around the first name).
+
+    Args:
+        knowledge_base: where entity names are looked up (``kb.similarity_search``
+            per n-gram of the question); without it (and without ``names``),
+            capitalized words are taken as names, which is much weaker.
+        names: an explicit ``{label: [names]}`` index, used instead of / before the kb.
+        max_ngram: the longest name, in words, that is looked up.
+        fuzzy_ratio: how close (difflib ratio) a misspelled name must be to be accepted.
+        max_repairs: repairs allowed by the validation loop.
+    """
+
+    def __init__(
+        self,
+        knowledge_base: NameLookup | None = None,
+        *,
+        names: Mapping[str, Iterable[str]] | None = None,
+        max_ngram: int = 6,
+        fuzzy_ratio: float = 0.8,
+        max_repairs: int = 2,
+    ) -> None:
+        super().__init__(max_repairs=max_repairs)
+        if isinstance(max_ngram, bool) or not isinstance(max_ngram, int) or not 1 <= max_ngram <= 12:
+            raise ConfigError(f"max_ngram must be an integer in [1, 12], got {max_ngram!r}.")
+        if isinstance(fuzzy_ratio, bool) or not isinstance(fuzzy_ratio, int | float) or not 0.5 <= fuzzy_ratio <= 1:
+            raise ConfigError(f"fuzzy_ratio must be a number in [0.5, 1], got {fuzzy_ratio!r}.")
+        if knowledge_base is not None and not hasattr(knowledge_base, "similarity_search"):
+            raise ConfigError("knowledge_base must provide similarity_search() and schema (a kag.KnowledgeBase does).")
+        self.knowledge_base = knowledge_base
+        self.max_ngram = max_ngram
+        self.fuzzy_ratio = float(fuzzy_ratio)
+        self._index = _NameIndex(knowledge_base, names, self.fuzzy_ratio)
+        self._has_names = names is not None
+
+    @property
+    def name(self) -> str:
+        """``"lexical"`` — a lexical matcher, not a language model."""
+        return "lexical"
+
+    def get_config(self) -> dict[str, Any]:
+        """Settings only; the knowledge base (a runtime object) and ``names`` are not serialized."""
+        return {
+            "type": "lexical",
+            "max_ngram": self.max_ngram,
+            "fuzzy_ratio": self.fuzzy_ratio,
+            "max_repairs": self.max_repairs,
+            "uses_knowledge_base": self.knowledge_base is not None,
+        }
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], *, knowledge_base: NameLookup | None = None) -> LexicalLM:
+        """Rebuild from :meth:`get_config` output; pass the knowledge base it should look names up in."""
+        if config.get("type", "lexical") != "lexical":
+            raise ConfigError(f"not a lexical model config: type {config.get('type')!r}.")
+        allowed = {"type", "max_ngram", "fuzzy_ratio", "max_repairs", "uses_knowledge_base"}
+        unknown = sorted(set(config) - allowed)
+        if unknown:
+            raise ConfigError(f"unknown key(s) {unknown} in a lexical model config; allowed: {sorted(allowed)}.")
+        if config.get("uses_knowledge_base") and knowledge_base is None:
+            raise ConfigError(
+                "this LexicalLM looked entity names up in a knowledge base: pass knowledge_base=... to rebuild it."
+            )
+        return cls(
+            knowledge_base,
+            max_ngram=int(config.get("max_ngram", 6)),
+            fuzzy_ratio=float(config.get("fuzzy_ratio", 0.8)),
+            max_repairs=int(config.get("max_repairs", 2)),
+        )
+
+    def __repr__(self) -> str:
+        kb = getattr(self.knowledge_base, "uri", None)
+        return f"LexicalLM(knowledge_base={kb!r}, max_ngram={self.max_ngram})"
+
+    async def _complete(self, messages: list[Message], json_schema: dict[str, Any], schema_name: str) -> str:
+        prompt, level = _request(messages)
+        props = json_schema.get("properties") or {}
+        hop_keys = {"subject_label", "relation_label", "object_label"}
+        hops_prop = props.get("hops") or {}
+        is_chain = isinstance(hops_prop, dict) and hop_keys <= set(
+            (hops_prop.get("items") or {}).get("properties") or {}
+        )
+        if hop_keys <= set(props) or is_chain:
+            schema = _schema_from_json(json_schema, self.knowledge_base)
+            question = _question(prompt)
+            analysis = await _analyze(question, schema, self._index, self.max_ngram)
+            hops = _search(analysis, schema, level)
+            if is_chain:
+                return json.dumps({"hops": hops[: max(1, schema.max_hops)]})
+            return json.dumps(hops[0])  # a single-pattern schema never chains (max_hops is 1)
+        answer = _compose(prompt)
+        if level >= 1:  # the first fill was refused: keep only what the schema demands
+            answer = _Answer(answer.text[:200], answer.names[:1], answer.facts[:1], answer.count, answer.found)
+        return json.dumps(_fill_object(json_schema, json_schema, answer))
+
+
+def _request(messages: Sequence[Message]) -> tuple[str, int]:
+    """The real request (last non-repair user message) and how many repairs followed it."""
+    level = 0
+    for message in reversed(messages):
+        if message["role"] != "user":
+            continue
+        if message["content"].startswith(_REPAIR_PREFIX):
+            level += 1
+            continue
+        return message["content"], level
+    return "", level

@@ -1,0 +1,71 @@
+"""Words, stems and identifiers as ``LexicalLM`` reads them."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+ANY = "*"
+_REPAIR_PREFIX = "Your previous answer was invalid"
+_STOPWORDS = frozenset(
+    " ".join(
+        (
+            "a an the of in on at to for by with from into onto and or is are was were be been being",
+            "do does did what which who whom whose where when how many much number count list name",
+            "names show find give tell me us all any some there that this these those it its has have",
+            "had not no none without never than as s t can could would should will shall may might",
+            "please each every one ones then also about located lie lies",
+        )
+    ).split()
+)
+# "located"/"lies" are kept out of relation vocabularies only when they come from names.
+_WEAK_STOPWORDS = frozenset({"located", "lie", "lies"})
+_WH = frozenset({"which", "what", "who", "list", "name", "names", "show", "find", "give", "count", "all"})
+_PREPOSITIONS = frozenset({"of", "in", "from", "on", "to", "at", "for", "with", "into", "by", "inside"})
+_NEGATION = re.compile(r"\b(not|no|none|without|never|neither|nor)\b|n't\b", re.IGNORECASE)
+_COUNT = re.compile(r"\bhow\s+many\b|\bnumber\s+of\b|\bcount\b|\bhow\s+much\b", re.IGNORECASE)
+_YES_NO = frozenset({"is", "are", "was", "were", "does", "do", "did", "can", "has", "have"})
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_REL_DESC = re.compile(r"([A-Za-z][A-Za-z0-9_]*): ([A-Za-z0-9_|]+) -> ([A-Za-z0-9_|]+)")
+_SECTION = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*):(?: (.*))?$")
+_FACT_TAIL = re.compile(r"^(.*?) \((score [0-9.]+.*)\)$")
+_ARROW = re.compile(r" -\[([A-Za-z0-9_]+)\]-> | <-\[([A-Za-z0-9_]+)\]- ")
+_CONNECTORS = frozenset({"of", "the", "de", "del", "la", "le", "am", "an", "da", "do", "al", "el", "and"})
+
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def words(text: str) -> list[str]:
+    """Casefolded, accent-stripped word tokens.
+
+    The same normalization as :func:`kag.rag.embedders.words` (kept here because
+    ``kag.lm`` sits below ``kag.rag`` in the layering), so a name found in the
+    question compares equal to the name the knowledge base embedded.
+    """
+    decomposed = unicodedata.normalize("NFKD", text)
+    stripped = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    return _WORD.findall(" ".join(stripped.casefold().split()))
+
+
+def split_identifier(identifier: str) -> list[str]:
+    """``"IsCapitalOf"`` -> ``["is", "capital", "of"]`` (also splits ``snake_case``)."""
+    out: list[str] = []
+    for part in re.split(r"[_\W]+", identifier):
+        out.extend(w.lower() for w in _CAMEL.findall(part))
+    return out
+
+
+def stem(word: str) -> str:
+    """A tiny English plural stemmer: cities -> city, capitals -> capital, boxes -> box."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 4 and word.endswith(("ches", "shes", "xes", "zes", "sses")):
+        return word[:-2]
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def _content_words(text: str) -> list[str]:
+    return [stem(w) for w in words(text) if w not in _STOPWORDS or w in _WEAK_STOPWORDS]
