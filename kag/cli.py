@@ -31,7 +31,7 @@ from kag.datamodels.text import pattern_text
 from kag.errors import KagError, UsageError
 from kag.rag.loaders import Source
 from kag.server.service import Service
-from kag.server.specs import EXAMPLE_SCHEMAS, default_kb_uri
+from kag.server.specs import EXAMPLE_SCHEMAS, check_kb_uri, default_kb_uri
 
 __all__ = ["build_parser", "main"]
 
@@ -113,6 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="answer geography questions over the bundled world graph (offline)")
     demo.add_argument("questions", nargs="*", metavar="QUESTION", help="questions (default: the demo's)")
+    demo.add_argument(
+        "--kb", default="memory://", help="store the world graph is loaded into (default memory://; or neo4j://...)"
+    )
 
     ingest = sub.add_parser("ingest", help="load files, directories or URLs into a knowledge base")
     ingest.add_argument("sources", nargs="*", metavar="SOURCE", help="files, directories or http(s) URLs")
@@ -151,6 +154,12 @@ def build_parser() -> argparse.ArgumentParser:
     _kb_options(search)
     search.add_argument("--label", default=None, help="search entities of this label by similarity ('*': any)")
     search.add_argument("--k", type=_positive_int, default=5, metavar="N", help="results per kind (default 5)")
+    search.add_argument(
+        "--mode",
+        choices=("hybrid", "vector", "keyword"),
+        default=None,
+        help="passage ranking (default: the knowledge's, hybrid)",
+    )
     search.add_argument(
         "--where",
         type=_json_object,
@@ -258,6 +267,21 @@ def _as_source(text: str) -> Source:
     return path
 
 
+def _require_text(value: str, name: str) -> None:
+    if not value.strip():
+        raise UsageError(f"{name} must not be empty.")
+
+
+def _progress_printer(err: TextIO) -> Callable[[int, int], None]:
+    """A one-line progress display for a terminal (rewritten in place with a carriage return)."""
+
+    def show(done: int, total: int) -> None:
+        end = "\n" if done >= total else ""
+        print(f"\rindexing: {done}/{total} document(s)", end=end, file=err, flush=True)
+
+    return show
+
+
 # --------------------------------------------------------------------------- commands
 
 
@@ -276,7 +300,10 @@ async def _ingest(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                     "use --lm openai:MODEL or --lm ollama:MODEL with --extract.",
                     file=err,
                 )
-            report.update(await service.ingest(texts=args.text, sources=sources, extract=args.extract))
+            progress = _progress_printer(err) if err.isatty() else None
+            report.update(
+                await service.ingest(texts=args.text, sources=sources, extract=args.extract, progress=progress)
+            )
         else:
             report["counts"] = await service.counts()
             saved = service.persist()
@@ -288,7 +315,14 @@ async def _ingest(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.json:
         _print_json(report, out)
     else:
-        print(f"ingested into {report['kb']}", file=out)
+        if errors:
+            written = report.get("passages", {}).get("documents", 0)
+            print(
+                f"ingest into {report['kb']} failed for {len(errors)} source(s); {written} document(s) written",
+                file=out,
+            )
+        else:
+            print(f"ingested into {report['kb']}", file=out)
         if "passages" in report:
             p = report["passages"]
             print(
@@ -317,6 +351,7 @@ async def _ingest(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 async def _query(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    _require_text(args.question, "QUESTION")
     service = _service(args)
     try:
         await _prepare(service, args, err)
@@ -351,6 +386,9 @@ async def _query(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 async def _search(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    _require_text(args.text, "TEXT")
+    if args.label is not None and args.mode is not None:
+        raise UsageError("--mode ranks passages; it cannot be combined with --label (an entity search).")
     service = _service(args)
     try:
         if args.label is not None and args.where is not None:
@@ -361,7 +399,7 @@ async def _search(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             except KagError as exc:
                 raise UsageError(f"--label: {exc}") from None
         await _prepare(service, args, err)
-        hits = await service.search(args.text, k=args.k, label=args.label, where=args.where)
+        hits = await service.search(args.text, k=args.k, label=args.label, where=args.where, mode=args.mode)
     finally:
         await service.aclose()
     if args.json:
@@ -403,9 +441,10 @@ def _stop_event() -> asyncio.Event:
 
 
 async def _serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from kag.server.app import LOCAL_HOSTS, create_app
+    from kag.server.app import create_app
     from kag.server.http import HTTPServer
     from kag.server.mcp import MCPServer
+    from kag.server.wire import LOCAL_HOSTS
 
     service = _service(args, name=args.name, description=args.description, source_roots=args.source_root)
     try:
@@ -477,7 +516,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "demo":
             from kag.demo import main as demo_main
 
-            return int(demo_main(args.questions))
+            return int(demo_main(args.questions, kb_uri=check_kb_uri(args.kb)))
         return asyncio.run(_COMMANDS[args.command](args, out, err))
     except UsageError as exc:
         print(f"kag {args.command}: error: {exc}", file=err)

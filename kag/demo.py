@@ -81,10 +81,15 @@ async def run(
     *,
     out: Callable[[str], None] = print,
     max_facts: int = 5,
+    kb_uri: str = "memory://",
 ) -> list[dict[str, Any]]:
-    """Build the graph and the program, answer ``questions``, print a report; return the results."""
+    """Build the graph and the program, answer ``questions``, print a report; return the results.
+
+    ``kb_uri`` names the store the world graph is loaded into (the embedded one by
+    default; ``neo4j://...`` runs the same demo on Neo4j). Loading is idempotent.
+    """
     started = time.perf_counter()
-    kb = world_knowledge_base("memory://")
+    kb = world_knowledge_base(kb_uri)
     counts = await load_world(kb)
     loaded = time.perf_counter() - started
     lm = LexicalLM(knowledge_base=kb)
@@ -93,7 +98,7 @@ async def run(
     out(
         f"Knowledge graph: {stats['Country']} countries, {stats['City']} cities, "
         f"{stats['Continent']} continents, {counts['relations']} relations "
-        f"(GeoNames, CC BY 4.0), loaded in {loaded:.2f}s"
+        f"(GeoNames, CC BY 4.0), loaded into {kb.uri} in {loaded:.2f}s"
     )
     out(f"Language model: {lm.name} — an offline lexical matcher, not a language model")
     out("")
@@ -131,14 +136,16 @@ async def run(
         )
     out("")
     out(f"Done: {len(questions)} question(s) in {time.perf_counter() - started:.2f}s.")
+    if kb.uri.startswith("memory://") and kb.uri != "memory://":
+        await kb.save()
     await kb.aclose()
     return results
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, kb_uri: str = "memory://") -> int:
     """Entry point of ``python -m kag.demo [QUESTION ...]`` (default: the demo questions)."""
     args = list(sys.argv[1:] if argv is None else argv)
-    asyncio.run(run(args or QUESTIONS))
+    asyncio.run(run(args or QUESTIONS, kb_uri=kb_uri))
     return 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -164,6 +165,12 @@ def test_ingest_extract_with_an_openai_compatible_server(
         (["search", "x", "--where", "[1]"], "expected a JSON object"),
         (["search", "x", "--label", "City", "--where", "{}", *SEED], "cannot be combined"),
         (["serve", "--port", "70000"], "port must be"),
+        (["query", ""], "QUESTION must not be empty"),
+        (["query", "   "], "QUESTION must not be empty"),
+        (["search", ""], "TEXT must not be empty"),
+        (["search", "x", "--label", "City", "--mode", "vector", *SEED], "cannot be combined"),
+        (["stats", "--kb", "memory:///nonexistent_dir_kag/kb.json"], "does not exist"),
+        (["demo", "--kb", "memory:///nonexistent_dir_kag/kb.json"], "does not exist"),
     ],
 )
 def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
@@ -190,3 +197,83 @@ def test_help_and_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(capsys, "--version")[1].startswith("kag ")
     code, out, _ = run(capsys, "serve", "--help")
     assert code == 0 and "--mcp-stdio" in out and "--max-body" in out
+
+
+def test_a_missing_kb_directory_is_not_created(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    target = tmp_path / "absent" / "kb.json"
+    code, _, err = run(capsys, "ingest", "--text", "Madrid has the Prado.", "--kb", f"memory://{target}", *SEED)
+    assert code == 2 and "does not exist" in err
+    assert not target.parent.exists()
+
+
+def test_stats_counts_documents_and_chunks(capsys: pytest.CaptureFixture[str], tmp_path: Path, docs: Path) -> None:
+    code, _, err = run(capsys, "ingest", str(docs), *kb_args(tmp_path), "--chunk-size", "200")
+    assert code == 0, err
+    code, out, _ = run(capsys, "stats", *kb_args(tmp_path), "--json")
+    counts = json.loads(out)["counts"]
+    assert counts["documents"] == 2 and counts["chunks"] >= 2
+    code, out, _ = run(capsys, "stats", *kb_args(tmp_path))
+    assert re.search(r"^\s+documents\s+2$", out, re.M), out
+
+
+def test_a_failed_ingest_does_not_print_the_success_banner(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    empty = tmp_path / "empty.md"
+    empty.write_text("   \n", encoding="utf-8")
+    code, out, err = run(capsys, "ingest", str(empty), *kb_args(tmp_path))
+    assert code == 1
+    assert "ingested into" not in out
+    assert "failed for 1 source(s); 0 document(s) written" in out
+    assert "error: could not load" in err
+
+
+class _Terminal:
+    """A stderr that says it is a terminal, to see what a person at one sees."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.parts.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_ingest_shows_progress_on_a_terminal(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, docs: Path
+) -> None:
+    terminal = _Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    code = main(["ingest", str(docs), *kb_args(tmp_path)])
+    assert code == 0
+    shown = "".join(terminal.parts)
+    assert "\rindexing: 2/2 document(s)\n" in shown
+    # not on a pipe (capsys is not a terminal): the output stays clean for scripts
+    run(capsys, "ingest", "--text", "Rome has the Colosseum.", *kb_args(tmp_path))
+    assert "indexing:" not in capsys.readouterr().err
+
+
+def test_search_mode_changes_the_passage_ranking(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, docs: Path
+) -> None:
+    run(capsys, "ingest", str(docs), *kb_args(tmp_path), "--chunk-size", "200")
+    results = {}
+    for mode in ("keyword", "vector", "hybrid"):
+        code, out, err = run(capsys, "search", "Osaka castle", *kb_args(tmp_path), "--mode", mode, "--json")
+        assert code == 0, err
+        hits = [h for h in json.loads(out) if h["kind"] == "passage"]
+        assert hits and "Osaka" in hits[0]["text"]
+        results[mode] = [round(h["score"], 6) for h in hits]
+    # BM25 scores are not similarities: keyword ranking really is another ranking
+    assert results["keyword"] != results["vector"]
+
+
+def test_demo_runs_on_a_named_store(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    target = tmp_path / "world.json"
+    code, out, _ = run(capsys, "demo", "--kb", f"memory://{target}", "What is the capital of France?")
+    assert code == 0 and "A: Paris" in out and f"memory://{target}" in out
+    assert target.exists()

@@ -113,3 +113,18 @@ def test_id_is_cached_and_follows_changes() -> None:
     before = rel.id
     rel.subj.name = "Nice"  # a nested change reaches the relation's id too
     assert rel.id == IsCapitalOf(subj=City(name="Nice"), obj=Country(name="France")).id != before
+
+
+@pytest.mark.parametrize("name", ["nodes", "relations", "documents", "chunks", "mentions"])
+def test_a_label_named_like_a_counts_total_is_refused(name: str) -> None:
+    # counts() reports these totals beside the per-label counts; such a label would merge with one
+    from typing import Literal
+
+    from kag.errors import SchemaError
+
+    with pytest.raises(SchemaError, match="counts"):
+        type(
+            "Clash",
+            (kag.Entity,),
+            {"__annotations__": {"label": Literal[name], "name": str}, "label": name},  # type: ignore[valid-type]
+        )

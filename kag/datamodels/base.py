@@ -25,6 +25,8 @@ IDENTIFIER = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
 RESERVED_FIELDS = frozenset({"id", "embedding", "kag_data", "kag_text", "kag_subj", "kag_obj", "kag_sources"})
 # Labels the graph uses for passages; entity/relation models may not take them.
 RESERVED_LABELS = frozenset({"Document", "Chunk", "HAS_CHUNK", "NEXT", "MENTIONS", "KagEntity"})
+# the totals that counts() reports beside the per-label counts: a label of that name would merge with them
+COUNT_KEYS = frozenset({"nodes", "relations", "documents", "chunks", "mentions"})
 
 
 class _KeyMarker:
@@ -116,6 +118,11 @@ class _Labelled(DataModel):
         check_identifier(value, f"{cls.__name__} label")
         if value in RESERVED_LABELS:
             raise SchemaError(f"label {value!r} is reserved for passages; choose another label.")
+        if value in COUNT_KEYS:
+            raise SchemaError(
+                f"label {value!r} would collide with the {value!r} total of counts(); "
+                f"choose another label (reserved: {sorted(COUNT_KEYS)})."
+            )
         for name in cls.model_fields:
             if name in RESERVED_FIELDS:
                 raise SchemaError(

@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +20,8 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from kag.errors import EmbeddingError, StoreFormatError
+from kag.errors import ConfigError, EmbeddingError, StoreFormatError
+from kag.files import atomic_write_json
 from kag.graph.base import NodeRecord, PlanResult, PlanRow, RelationRecord
 from kag.query.plan import HopSpec, NodeSpec, QueryPlan
 
@@ -98,6 +98,10 @@ class MemoryGraphStore:
         self._rel_dst: list[int] = []
         self._rel_label: list[int] = []
         self._index: _Index | None = None
+        if self.path is not None and not self.path.parent.is_dir():
+            raise ConfigError(
+                f"memory://{self.path}: the directory {self.path.parent} does not exist; create it first."
+            )
         if self.path is not None and self.path.exists():
             self._load(self.path)
 
@@ -467,16 +471,7 @@ class MemoryGraphStore:
             for u, v, key, data in self.graph.edges(keys=True, data=True)
         ]
         doc = {"format": FORMAT, "version": VERSION, "dimensions": self._dims, "nodes": nodes, "relations": relations}
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=target.name, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(doc, fh, ensure_ascii=False)
-            os.replace(tmp, target)  # readers never see a half-written file
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return target
+        return atomic_write_json(target, doc)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> MemoryGraphStore:

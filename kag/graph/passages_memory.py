@@ -19,7 +19,6 @@ import bisect
 import itertools
 import json
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from kag.errors import EmbeddingError, InvalidInputError, StoreFormatError
+from kag.files import atomic_write_json
 from kag.graph.memory import MemoryGraphStore
 from kag.graph.passages import ChunkRecord, DocumentRecord, Mention, PassageRow
 from kag.query.filters import compile_matcher, validate_filter
@@ -302,16 +302,7 @@ class MemoryPassageStore:
             )
         documents = [{**d.properties(), "metadata": d.metadata} for d in self._documents.values()]
         doc = {"format": FORMAT, "version": VERSION, "dimensions": self._dims, "documents": documents, "chunks": chunks}
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=target.name, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(doc, fh, ensure_ascii=False)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return target
+        return atomic_write_json(target, doc)
 
     def _load(self, path: Path) -> None:
         try:

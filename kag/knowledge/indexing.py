@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -143,6 +143,10 @@ def failure(source: str, message: str) -> LoadFailure:
 # --------------------------------------------------------------------------- indexing
 
 
+Progress = Callable[[int, int], None]
+"""``progress(done, total)``: documents written so far, of those to write."""
+
+
 class PassageIndexer:
     """Splits, embeds and writes documents as passages of ``kb``, linking mentions."""
 
@@ -161,8 +165,13 @@ class PassageIndexer:
         self.splitter = splitter
         self.batch_chunks = batch_chunks
 
-    async def index(self, items: Sequence[LoadedDocument], matcher: EntityMatcher) -> IndexReport:
-        """Write the documents not stored yet; replace older versions of path/URL sources."""
+    async def index(
+        self, items: Sequence[LoadedDocument], matcher: EntityMatcher, progress: Progress | None = None
+    ) -> IndexReport:
+        """Write the documents not stored yet; replace older versions of path/URL sources.
+
+        ``progress(done, total)`` is called after each written batch (documents).
+        """
         report = IndexReport()
         if not items:
             return report
@@ -179,8 +188,12 @@ class PassageIndexer:
             if size >= self.batch_chunks:
                 report += await self._write(batch, matcher)
                 batch, size = [], 0
+                if progress is not None:
+                    progress(report.documents, len(fresh))
         if batch:
             report += await self._write(batch, matcher)
+        if progress is not None:
+            progress(len(fresh), len(fresh))
         if replaceable:  # deleted after the new versions are written, so a failure loses nothing
             new_ids = {i.document.id for i in fresh}
             stale = [d.id for d in await self.store.list_documents(sources=replaceable) if d.id not in new_ids]

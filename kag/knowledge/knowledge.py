@@ -46,6 +46,7 @@ from kag.knowledge.indexing import (
     IndexReport,
     LoadedDocument,
     PassageIndexer,
+    Progress,
     as_sources,
     failure,
     load_sources,
@@ -217,18 +218,19 @@ class Knowledge:
         return str(save(path))
 
     # -- writes ---------------------------------------------------------------
-    async def _index_sources(self, sources: Sequence[Source]) -> IndexReport:
+    async def _index_sources(self, sources: Sequence[Source], progress: Progress | None = None) -> IndexReport:
         docs, errors = await load_sources(self.loader, sources)
         matcher = await build_matcher(self.store, self.kb.schema)
-        report = await self.indexer.index(docs, matcher)
+        report = await self.indexer.index(docs, matcher, progress)
         report.errors[:0] = errors
         return report
 
-    async def add(self, sources: Source | Iterable[Source]) -> IndexReport:
+    async def add(self, sources: Source | Iterable[Source], *, progress: Progress | None = None) -> IndexReport:
         """Load and index ``sources`` now; return what was indexed (load failures in ``errors``).
 
         A file or URL whose content changed replaces its older version; text and
         ``Document`` sources are kept per content (same text twice is skipped).
+        ``progress(done, total)`` reports written documents as indexing goes.
         """
         items = as_sources(sources)
         for item in items:
@@ -236,7 +238,7 @@ class Knowledge:
         await self.ready()
         async with self._lock:
             self._sources.extend(items)
-            return await self._index_sources(items)
+            return await self._index_sources(items, progress)
 
     async def add_text(
         self, text: str, *, source: str = "text", metadata: Mapping[str, Any] | None = None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import logging
 import math
 import random
 import time
@@ -20,6 +21,8 @@ from typing import Any
 import httpx
 
 from kag.errors import ConfigError, LanguageModelError
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "RETRY_STATUSES",
@@ -62,11 +65,7 @@ _SECRET_HINTS = ("auth", "key", "token", "secret", "cookie", "password", "creden
 
 def public_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
     """The headers safe to serialize: anything that looks like a credential is dropped."""
-    return {
-        k: v
-        for k, v in (headers or {}).items()
-        if not any(hint in k.lower() for hint in _SECRET_HINTS)
-    }
+    return {k: v for k, v in (headers or {}).items() if not any(hint in k.lower() for hint in _SECRET_HINTS)}
 
 
 def check_base_url(base_url: str) -> str:
@@ -78,9 +77,7 @@ def check_base_url(base_url: str) -> str:
     except httpx.InvalidURL as exc:
         raise ConfigError(f"base_url {safe_url(base_url)!r} is not a valid URL: {exc}.") from None
     if url.scheme not in ("http", "https") or not url.host:
-        raise ConfigError(
-            f"base_url {safe_url(base_url)!r} must be an http:// or https:// URL with a host."
-        )
+        raise ConfigError(f"base_url {safe_url(base_url)!r} must be an http:// or https:// URL with a host.")
     return base_url.rstrip("/")
 
 
@@ -184,9 +181,7 @@ class JSONHTTPClient:
         loop = asyncio.get_running_loop()
         if self._owned is None or self._owned.is_closed or self._owned_loop is not loop:
             # Connections of a client made on another (likely closed) loop are unusable.
-            self._owned = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0))
-            )
+            self._owned = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0)))
             self._owned_loop = loop
         return self._owned
 
@@ -203,9 +198,7 @@ class JSONHTTPClient:
         if running is loop:
             await owned.aclose()
 
-    async def post_json(
-        self, path: str, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
-    ) -> Any:
+    async def post_json(self, path: str, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None) -> Any:
         """POST ``body`` to ``base_url + path`` and return the decoded JSON response."""
         url = f"{self.base_url}/{path.lstrip('/')}"
         shown = safe_url(url)
@@ -216,26 +209,34 @@ class JSONHTTPClient:
         for attempt in range(attempts):
             last_try = attempt == attempts - 1
             try:
-                response = await client.post(
-                    url, json=body, headers=request_headers, timeout=timeout
-                )
+                response = await client.post(url, json=body, headers=request_headers, timeout=timeout)
             except _RETRY_EXCEPTIONS as exc:
                 if last_try:
                     raise self._transport_error(exc, shown, attempts) from exc
-                await asyncio.sleep(backoff_delay(attempt, self.backoff_base, self.max_backoff))
+                delay = backoff_delay(attempt, self.backoff_base, self.max_backoff)
+                log.warning(
+                    "%s request to %s failed (%s); retry %d in %.2fs",
+                    self.provider,
+                    shown,
+                    type(exc).__name__,
+                    attempt + 1,
+                    delay,
+                )
+                await asyncio.sleep(delay)
                 continue
             except (httpx.HTTPError, httpx.InvalidURL) as exc:
                 raise LanguageModelError(
-                    f"{self.provider} request to {shown} failed: {type(exc).__name__}: {exc}. "
-                    "Check base_url."
+                    f"{self.provider} request to {shown} failed: {type(exc).__name__}: {exc}. Check base_url."
                 ) from exc
 
             status = response.status_code
             if status in RETRY_STATUSES and not last_try:
                 retry_after = parse_retry_after(response.headers.get("retry-after"))
-                await asyncio.sleep(
-                    backoff_delay(attempt, self.backoff_base, self.max_backoff, retry_after)
+                delay = backoff_delay(attempt, self.backoff_base, self.max_backoff, retry_after)
+                log.warning(
+                    "%s answered HTTP %d from %s; retry %d in %.2fs", self.provider, status, shown, attempt + 1, delay
                 )
+                await asyncio.sleep(delay)
                 continue
             if status >= 400:
                 raise self._status_error(response, shown, attempt + 1)
@@ -262,24 +263,17 @@ class JSONHTTPClient:
                 f"Could not connect to {self.provider} at {url} ({tries}): {exc}. "
                 "Is the server running? Check base_url."
             )
-        return LanguageModelError(
-            f"{self.provider} at {url} failed ({tries}): {type(exc).__name__}: {exc}."
-        )
+        return LanguageModelError(f"{self.provider} at {url} failed ({tries}): {type(exc).__name__}: {exc}.")
 
-    def _status_error(
-        self, response: httpx.Response, url: str, attempts: int
-    ) -> LanguageModelError:
+    def _status_error(self, response: httpx.Response, url: str, attempts: int) -> LanguageModelError:
         status = response.status_code
         detail = _error_detail(response)
         if status in (401, 403):
             return LanguageModelError(
-                f"{self.provider} at {url} refused the request (HTTP {status}): {detail}. "
-                f"{self.auth_hint}."
+                f"{self.provider} at {url} refused the request (HTTP {status}): {detail}. {self.auth_hint}."
             )
         if status == 404:
-            return LanguageModelError(
-                f"{self.provider} at {url} answered HTTP 404: {detail}. {self.not_found_hint}."
-            )
+            return LanguageModelError(f"{self.provider} at {url} answered HTTP 404: {detail}. {self.not_found_hint}.")
         if status in RETRY_STATUSES:
             return LanguageModelError(
                 f"{self.provider} at {url} kept failing with HTTP {status} after "

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import abc
 import json
+import logging
 import math
 import re
+import time
 from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, Literal, Protocol, Self, TypedDict, runtime_checkable
@@ -37,6 +39,9 @@ _ROLES: frozenset[str] = frozenset({"system", "user", "assistant"})
 _SCHEMA_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*(.*?)\s*```$", re.DOTALL)
 _RAW_PREVIEW = 600
+log = logging.getLogger(__name__)
+MAX_OUTPUT_CHARS = 1_000_000  # a structured answer longer than this is refused (and not parsed)
+REPAIR_ECHO_CHARS = 4_000  # how much of an invalid answer the repair turn shows the model again
 
 
 class Message(TypedDict):
@@ -246,18 +251,43 @@ class BaseLanguageModel(abc.ABC):
         last_error = ""
         last_raw = ""
         for attempt in range(1 + self.max_repairs):
+            started = time.perf_counter()
             try:
                 raw = await self._complete(list(conversation), json_schema, schema_name)
             except InvalidOutputError as exc:
                 raw, last_error = exc.raw, str(exc)
             else:
                 try:
-                    return self._validate(raw, json_schema, model_cls, validate)
+                    if len(raw) > MAX_OUTPUT_CHARS:
+                        raise InvalidOutputError(
+                            f"the answer is {len(raw)} characters long, over the limit of {MAX_OUTPUT_CHARS}; "
+                            "give a much shorter answer"
+                        )
+                    result = self._validate(raw, json_schema, model_cls, validate)
                 except ValueError as exc:  # pydantic.ValidationError is a ValueError
                     last_error = describe_error(exc)
+                else:
+                    log.info(
+                        "%s answered %r in %.3fs (attempt %d, %d chars)",
+                        self.name,
+                        schema_name,
+                        time.perf_counter() - started,
+                        attempt + 1,
+                        len(raw),
+                    )
+                    return result
+            log.warning(
+                "%s gave an invalid answer for %r (attempt %d of %d): %s",
+                self.name,
+                schema_name,
+                attempt + 1,
+                1 + self.max_repairs,
+                _preview(last_error),
+            )
             last_raw = raw
             if attempt < self.max_repairs:
-                conversation.append(Message(role="assistant", content=raw))
+                # only the head of an invalid answer goes back: a huge answer is not re-sent in full
+                conversation.append(Message(role="assistant", content=_clip(raw)))
                 conversation.append(Message(role="user", content=_repair_prompt(last_error)))
 
         raise GenerationError(
@@ -282,6 +312,10 @@ class BaseLanguageModel(abc.ABC):
         if validate is not None:
             validate(obj)
         return obj
+
+
+def _clip(raw: str, limit: int = REPAIR_ECHO_CHARS) -> str:
+    return raw if len(raw) <= limit else raw[:limit] + f" [... {len(raw) - limit} more characters cut]"
 
 
 def _repair_prompt(error: str) -> str:

@@ -1,4 +1,4 @@
-"""``Module``, symbolic tensors and ``Input``: the building blocks of programs.
+"""``Module``, symbolic data models and ``Input``: the building blocks of programs.
 
 A module is an async callable from pydantic models to a pydantic model. Called
 on *data* it runs (``await module(Query(...))``); called on a *symbolic* tensor

@@ -24,7 +24,8 @@ from kag.datamodels.schema import ANY, GraphSchema
 from kag.errors import ConfigError, InvalidInputError, SchemaError, UsageError
 from kag.graph.memory import MemoryGraphStore
 from kag.knowledge.base import KnowledgeBase
-from kag.knowledge.knowledge import Knowledge
+from kag.knowledge.indexing import Progress
+from kag.knowledge.knowledge import Knowledge, SearchMode
 from kag.lm.base import LanguageModel
 from kag.programs import Generator, Input, KnowledgeRetriever, Program
 from kag.rag.loaders import AutoLoader, Source
@@ -188,8 +189,8 @@ class Service:
         return label
 
     async def counts(self) -> dict[str, int]:
-        """Node and relation counts, per label and in total."""
-        return dict(await self.kb.counts())
+        """Node and relation counts (per label and in total) plus documents, chunks and mentions."""
+        return dict(await self.knowledge.counts())
 
     async def health(self) -> dict[str, Any]:
         """``{"status": "ok", "backend", "uri", "counts"}`` (raises when the backend is down)."""
@@ -201,14 +202,19 @@ class Service:
         }
 
     async def search(
-        self, query: str, k: int = 5, label: str | None = None, where: Mapping[str, Any] | None = None
+        self,
+        query: str,
+        k: int = 5,
+        label: str | None = None,
+        where: Mapping[str, Any] | None = None,
+        mode: SearchMode | None = None,
     ) -> list[dict[str, Any]]:
-        """Facts then passages for ``query`` (``Knowledge.search``), or entities of ``label`` by similarity."""
+        """Facts then passages for ``query`` (``Knowledge.search``, ranked by ``mode``), or entities of ``label``."""
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("query must be a non-empty string.")
         k = check_k(k, maximum=MAX_REQUEST_K)
         if label is None:
-            return [hit.to_dict() for hit in await self.knowledge.search(query, k=k, where=where)]
+            return [hit.to_dict() for hit in await self.knowledge.search(query, k=k, where=where, mode=mode)]
         self.check_label(label)
         if where:
             raise InvalidInputError("`where` filters passages; it cannot be combined with `label` (an entity search).")
@@ -386,8 +392,11 @@ class Service:
         texts: Sequence[str] = (),
         sources: Sequence[Source] = (),
         extract: bool = False,
+        progress: Progress | None = None,
     ) -> dict[str, Any]:
         """Upsert entities/relations, index texts and sources as passages; optionally extract facts.
+
+        ``progress(done, total)`` is called as documents are written.
 
         ``sources`` are used as given (the CLI passes paths; the server checks them
         with :meth:`check_source` first). With ``extract``, the language model
@@ -407,7 +416,7 @@ class Service:
             if items:
                 report["upserted"] = await self.knowledge.upsert(items)
             if passages:
-                index = await self.knowledge.add(passages)
+                index = await self.knowledge.add(passages, progress=progress)
                 report["passages"] = {
                     "documents": index.documents,
                     "chunks": index.chunks,

@@ -162,6 +162,9 @@ def check_kb_uri(uri: str) -> str:
         path = uri[len("memory://") :]
         if path and Path(path).expanduser().is_dir():
             raise UsageError(f"--kb {uri}: {path} is a directory; name a file such as {path.rstrip('/')}/kb.json.")
+        parent = Path(path).expanduser().parent if path else None
+        if parent is not None and not parent.is_dir():
+            raise UsageError(f"--kb {uri}: the directory {parent} does not exist; create it first (mkdir -p {parent}).")
         return uri
     if uri.startswith(NEO4J_SCHEMES):
         if not urlsplit(uri).hostname:

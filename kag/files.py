@@ -1,0 +1,78 @@
+"""Saving a file so that readers see the old version or the new one, never half of either.
+
+:func:`atomic_write_json` writes to a temporary file beside the target, flushes and
+``fsync``s it, renames it over the target and ``fsync``s the directory, so the rename
+survives a crash. The target keeps its permission bits (a new file gets the usual
+``0o666 & ~umask``). Temporary files left behind by a process killed mid-save are removed
+by the next save once they are a minute old.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from kag.errors import StoreError
+
+STALE_TEMP_SECONDS = 60.0
+
+
+def _temp_prefix(target: Path) -> str:
+    return f".{target.name}."
+
+
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _remove_stale_temps(target: Path) -> None:
+    cutoff = time.time() - STALE_TEMP_SECONDS
+    for leftover in target.parent.glob(_temp_prefix(target) + "*.tmp"):
+        with contextlib.suppress(OSError):
+            if leftover.stat().st_mtime < cutoff:
+                leftover.unlink()
+
+
+def atomic_write_bytes(target: Path, data: bytes) -> Path:
+    """Replace ``target`` with ``data`` atomically and durably; its directory must exist."""
+    if not target.parent.is_dir():
+        raise StoreError(f"cannot save {target}: the directory {target.parent} does not exist; create it first.")
+    try:
+        mode = target.stat().st_mode & 0o777
+    except FileNotFoundError:
+        mode = 0o666 & ~_current_umask()
+    _remove_stale_temps(target)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=_temp_prefix(target), suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)  # readers never see a half-written file
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    with contextlib.suppress(OSError):  # make the rename itself durable (not possible on every OS)
+        dir_fd = os.open(target.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    return target
+
+
+def atomic_write_json(target: Path, document: Any) -> Path:
+    """:func:`atomic_write_bytes` of ``document`` as strict JSON (NaN and infinities are refused)."""
+    try:
+        data = json.dumps(document, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except ValueError as exc:
+        raise StoreError(f"cannot save {target}: {exc} (a stored value is NaN or infinite).") from exc
+    return atomic_write_bytes(target, data)
