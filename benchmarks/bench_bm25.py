@@ -80,7 +80,7 @@ def measure(report: Report, chunk_size: int, queries: int) -> None:
     ids, texts = corpus(chunk_size)
     log(f"bm25: {len(texts):,} chunks of <= {chunk_size} characters, {queries} queries")
     t0 = time.perf_counter()
-    index = BM25Index()
+    index = BM25Index(k1=1.5, idf="okapi")  # rank_bm25's formula, so top-10 lists can be compared
     index.add(ids, texts)
     index.search("warm up the statistics", 1)
     t_kag_build = time.perf_counter() - t0

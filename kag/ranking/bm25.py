@@ -1,9 +1,16 @@
-"""Okapi BM25 keyword index, vectorized with numpy.
+"""BM25 keyword index, vectorized with numpy.
 
-Scores match ``rank_bm25.BM25Okapi`` on the same tokens: the IDF is
-``log(N - df + 0.5) - log(df + 0.5)``, and terms whose IDF is negative (in more
-than half the documents) get ``epsilon * mean(idf over the vocabulary)``
-instead. A repeated query term counts once per occurrence, as there.
+Two IDF formulas:
+
+* ``idf="lucene"`` (default): ``log(1 + (N - df + 0.5) / (df + 0.5))``, what Lucene's
+  ``BM25Similarity`` and so Neo4j's fulltext indexes compute. It is positive for every
+  term, so a term found in half the documents still counts (with two documents, a
+  search for a word of one of them finds it). ``k1=1.2, b=0.75`` are Lucene's defaults.
+* ``idf="okapi"``: ``log(N - df + 0.5) - log(df + 0.5)`` with terms whose IDF is
+  negative given ``epsilon * mean(idf)``, as ``rank_bm25.BM25Okapi`` does (scores match
+  it exactly on the same tokens). A term in exactly half the documents weighs zero.
+
+A repeated query term counts once per occurrence in both.
 
 Postings are kept in CSR form (term -> document rows, term frequencies) and a
 query is scored by gathering its terms' postings and summing contributions with
@@ -14,6 +21,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -22,6 +30,7 @@ from kag.text import words
 from kag.validation import check_k
 
 Tokenizer = Callable[[str], list[str]]
+IDF = Literal["lucene", "okapi"]
 
 
 class BM25Index:
@@ -33,14 +42,18 @@ class BM25Index:
 
     def __init__(
         self,
-        k1: float = 1.5,
+        k1: float = 1.2,
         b: float = 0.75,
         epsilon: float = 0.25,
         *,
+        idf: IDF = "lucene",
         tokenizer: Tokenizer = words,
     ) -> None:
         if k1 < 0 or not 0 <= b <= 1:
             raise InvalidInputError("BM25Index needs k1 >= 0 and 0 <= b <= 1.")
+        if idf not in ("lucene", "okapi"):
+            raise InvalidInputError(f"idf must be 'lucene' or 'okapi', got {idf!r}.")
+        self.idf: IDF = idf
         self.k1 = float(k1)
         self.b = float(b)
         self.epsilon = float(epsilon)
@@ -137,12 +150,15 @@ class BM25Index:
         self._indptr = np.concatenate([[0], np.cumsum(df)]).astype(np.int64)
         self._doc_len = np.array([e[2] for e in entries], dtype=np.float64)
         self._avgdl = float(self._doc_len.mean())
-        # same formula and floor as rank_bm25.BM25Okapi, over terms present in the corpus
         present = df > 0
         idf = np.zeros(n_terms, dtype=np.float64)
-        idf[present] = np.log(n_docs - df[present] + 0.5) - np.log(df[present] + 0.5)
-        self._average_idf = float(idf[present].mean()) if present.any() else 0.0
-        idf[present & (idf < 0)] = self.epsilon * self._average_idf
+        if self.idf == "lucene":
+            idf[present] = np.log1p((n_docs - df[present] + 0.5) / (df[present] + 0.5))
+            self._average_idf = float(idf[present].mean()) if present.any() else 0.0
+        else:  # same formula and floor as rank_bm25.BM25Okapi, over terms present in the corpus
+            idf[present] = np.log(n_docs - df[present] + 0.5) - np.log(df[present] + 0.5)
+            self._average_idf = float(idf[present].mean()) if present.any() else 0.0
+            idf[present & (idf < 0)] = self.epsilon * self._average_idf
         self._idf = idf
         # per-document length normalisation, computed once instead of per query
         self._norm = self.k1 * (1 - self.b + self.b * self._doc_len / self._avgdl)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
@@ -35,7 +37,7 @@ def _reference_top(reference: BM25Okapi, ids: list[str], query: str, k: int) -> 
 
 def test_same_top10_as_rank_bm25_on_python_topics(topics: dict[str, str]) -> None:
     ids = sorted(topics)
-    index = BM25Index()
+    index = BM25Index(k1=1.5, idf="okapi")
     index.add(ids, [topics[i] for i in ids])
     reference = BM25Okapi([words(topics[i]) for i in ids])
     assert index.avgdl == pytest.approx(reference.avgdl)
@@ -50,7 +52,7 @@ def test_same_top10_as_rank_bm25_on_python_topics(topics: dict[str, str]) -> Non
 
 def test_scores_match_for_every_document(topics: dict[str, str]) -> None:
     ids = sorted(topics)
-    index = BM25Index(k1=1.2, b=0.6, epsilon=0.1)
+    index = BM25Index(k1=1.2, b=0.6, epsilon=0.1, idf="okapi")
     index.add(ids, [topics[i] for i in ids])
     reference = BM25Okapi([words(topics[i]) for i in ids], k1=1.2, b=0.6, epsilon=0.1)
     query = "raise an exception in a loop and return from a function"
@@ -98,3 +100,39 @@ def test_custom_tokenizer_and_validation() -> None:
         index.search("a", -1)
     with pytest.raises(InvalidInputError):
         BM25Index(b=2.0)
+
+
+def test_lucene_idf_gives_every_term_weight() -> None:
+    # the Okapi idf of a term in half the documents is log(1.5/1.5) = 0: "France" would find nothing
+    index = BM25Index()
+    index.add(["a", "b"], ["Paris is the capital of France", "Berlin is the capital of Germany"])
+    hits = index.search("What is the capital of France?", k=2)
+    assert hits[0][0] == "a" and hits[0][1] > hits[1][1] > 0
+    okapi = BM25Index(idf="okapi")
+    okapi.add(["a", "b"], ["Paris is the capital of France", "Berlin is the capital of Germany"])
+    assert okapi.scores("France") == {"a": 0.0}
+
+
+def test_lucene_scores_follow_the_formula(topics: dict[str, str]) -> None:
+    ids = sorted(topics)
+    texts = [topics[i] for i in ids]
+    index = BM25Index()
+    index.add(ids, texts)
+    docs = [words(t) for t in texts]
+    n, avgdl = len(docs), sum(map(len, docs)) / len(docs)
+    query = words("raise an exception in a loop")
+    for doc_id, doc in zip(ids[:40], docs[:40], strict=True):
+        expected = 0.0
+        for term in query:
+            df = sum(1 for d in docs if term in d)
+            if df == 0 or term not in doc:
+                continue
+            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            tf = doc.count(term)
+            expected += idf * tf * 2.2 / (tf + 1.2 * (1 - 0.75 + 0.75 * len(doc) / avgdl))
+        assert index.scores("raise an exception in a loop").get(doc_id, 0.0) == pytest.approx(expected, rel=1e-9)
+
+
+def test_unknown_idf_is_refused() -> None:
+    with pytest.raises(InvalidInputError):
+        BM25Index(idf="tfidf")  # type: ignore[arg-type]
