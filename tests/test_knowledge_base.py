@@ -40,7 +40,9 @@ async def test_capital_of_france(kb: kag.KnowledgeBase) -> None:
     assert hits[0].score == pytest.approx(1.0)
     assert hits[0].subject.population == 2_103_000  # type: ignore[attr-defined]
     assert isinstance(hits[0].relation, IsCapitalOf) and hits[0].relation.obj.name == "France"
-    assert "vector.similarity.cosine" in hits.query.text  # type: ignore[union-attr]
+    # "France" names one country exactly: the query is anchored on its id, a parameter
+    assert "WHERE n1.id IN $l1_0_ids" in hits.query.text  # type: ignore[union-attr]
+    assert hits.query.params["l1_0"] == {Country(name="France").id: 1.0}  # type: ignore[union-attr]
 
 
 async def test_upsert_is_idempotent_and_merges(kb: kag.KnowledgeBase) -> None:

@@ -39,6 +39,16 @@ class _KeyMarker:
 KEY = _KeyMarker()
 
 
+class _AliasMarker:
+    """Marks a field whose value(s) are other names of the entity (``Field(alias=True)``)."""
+
+    def __repr__(self) -> str:
+        return "alias"
+
+
+ALIAS = _AliasMarker()
+
+
 def check_identifier(name: str, what: str) -> str:
     """Return ``name`` if it is a safe graph identifier, else raise ``SchemaError``."""
     if not isinstance(name, str) or not IDENTIFIER.fullmatch(name):
@@ -54,12 +64,21 @@ def Field(
     *,
     description: str | None = None,
     key: bool = False,
+    alias: bool = False,
     **kwargs: Any,
 ) -> Any:
-    """Declare a model field; ``key=True`` makes it part of the entity's identity."""
+    """Declare a model field.
+
+    ``key=True`` makes it part of the entity's identity. ``alias=True`` marks a ``str`` or
+    ``list[str]`` field as other names of the entity (translations, long forms, codes):
+    they are matched like the name when a search or a passage names the entity. A field
+    called ``aliases`` is an alias field without the flag.
+    """
     info: FieldInfo = pydantic.Field(default, description=description, **kwargs)
     if key:
         info.metadata.append(KEY)
+    if alias:
+        info.metadata.append(ALIAS)
     return info
 
 
@@ -188,6 +207,20 @@ class Entity(_Labelled):
     def search_text(self) -> str:
         """The text embedded for similarity search: the key field values."""
         return " ".join(str(getattr(self, k)) for k in type(self).key_fields())
+
+    @classmethod
+    def alias_fields(cls) -> tuple[str, ...]:
+        """Fields holding other names of the entity: ``Field(alias=True)`` ones and ``aliases``."""
+        return tuple(n for n, f in cls.model_fields.items() if ALIAS in f.metadata or n == "aliases")
+
+    def names(self) -> list[str]:
+        """The names the entity goes by: its key text first, then its aliases (each once)."""
+        names = [self.search_text()]
+        for field_name in type(self).alias_fields():
+            value = getattr(self, field_name, None)
+            values = [value] if isinstance(value, str) else value if isinstance(value, list | tuple) else []
+            names.extend(v for v in values if isinstance(v, str) and v.strip() and v not in names)
+        return names
 
 
 class Relation(_Labelled):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -290,7 +290,11 @@ class MemoryGraphStore:
         part = np.ones(rows.shape[0], dtype=np.float64)
         if not spec.vectors or not rows.shape[0]:
             return rows, part
-        for vec in spec.vectors:
+        for j, vec in enumerate(spec.vectors):
+            links = spec.link_of(j)
+            if links is not None:  # linked entities: their given scores, nothing else matches
+                rows, part = self._linked_rows(rows, part, links, threshold)
+                continue
             if self._dims is not None and vec.shape[0] != self._dims:
                 raise EmbeddingError(f"query vector has {vec.shape[0]} dimensions, the store {self._dims}.")
             q64 = np.asarray(vec, dtype=np.float64)
@@ -314,9 +318,23 @@ class MemoryGraphStore:
             rows, part = rows[near], part[near]
             exact = (self._emb[rows].astype(np.float64) @ q64) / (self._norm[rows] * q_norm)
             sims = np.clip((1.0 + exact) / 2.0, 0.0, 1.0)
-            keep = sims >= threshold
+            # compared at float32 precision, as Neo4j reports cosines: the same decision at the threshold
+            keep = sims.astype(np.float32) >= np.float32(threshold)
             rows, part = rows[keep], part[keep] * sims[keep]
         return rows, part
+
+    def _linked_rows(
+        self, rows: np.ndarray, part: np.ndarray, links: Mapping[str, float], threshold: float
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Keep the ``rows`` that are linked entities scoring at least ``threshold``, times their scores."""
+        score = np.full(len(self._node_ids), np.nan, dtype=np.float64)
+        for entity_id, value in links.items():
+            pos = self._node_pos.get(entity_id)
+            if pos is not None:
+                score[pos] = value
+        sims = score[rows]
+        keep = ~np.isnan(sims) & (sims.astype(np.float32) >= np.float32(threshold))
+        return rows[keep], part[keep] * sims[keep]
 
     def _node_mask(self, idx: _Index, spec: NodeSpec, threshold: float) -> tuple[np.ndarray, np.ndarray]:
         """``_scored_rows`` as a boolean mask and a factor array over all node positions."""

@@ -19,12 +19,22 @@ from kag.datamodels.schema import GraphSchema
 from kag.errors import ConfigError, EmbeddingError, InvalidInputError, SchemaError
 from kag.graph import open_store
 from kag.graph.base import GraphStore, NodeRecord, PlanRow, RelationRecord, flatten, unflatten
+from kag.graph.factory import passage_store_for
+from kag.graph.memory import MemoryGraphStore
+from kag.graph.neo4j import Neo4jGraphStore
 from kag.knowledge.hits import EntityHit, TripletHit, TripletResults
 from kag.knowledge.html import SubgraphView
+from kag.knowledge.mentions import entity_names
 from kag.query.cypher import CompiledQuery, compile_plan
-from kag.query.plan import QueryPlan, plan_similarity_search, plan_triplet_search
+from kag.query.plan import NodeSpec, QueryPlan, plan_similarity_search, plan_triplet_search
 from kag.query.triplet import TripletChain, TripletSearch
 from kag.rag.embedders import Embedder, HashEmbedder, check_matrix
+from kag.ranking.linking import LinkSettings, NameIndex, as_float32, link, name_key, rank
+
+
+def _lists_entities(store: GraphStore) -> bool:
+    return isinstance(store, MemoryGraphStore | Neo4jGraphStore)
+
 
 SOURCES = "kag_sources"  # bookkeeping property: ids of the chunks a fact came from
 SearchInput = TripletSearch | TripletChain | Sequence[TripletSearch] | dict[str, Any]
@@ -46,6 +56,7 @@ class KnowledgeBase:
         embedder: Embedder | None = None,
         store: GraphStore | None = None,
         batch_size: int = 512,
+        linking: LinkSettings | bool = True,
         **store_options: Any,
     ) -> None:
         self.schema = GraphSchema(list(entity_models), list(relation_models))
@@ -61,6 +72,11 @@ class KnowledgeBase:
         self._ready_lock = asyncio.Lock()
         self.revision = 0  # bumped by every write, so caches built from the graph can tell they are stale
         self._sync: KnowledgeBaseSync | None = None
+        if not isinstance(linking, LinkSettings | bool):
+            raise ConfigError("linking must be True, False or a kag.ranking.linking.LinkSettings.")
+        self.linking: LinkSettings | None = (LinkSettings() if linking is True else linking) or None
+        self._names: NameIndex | None = None
+        self._names_revision = -1
 
     # -- lifecycle ------------------------------------------------------------
     @property
@@ -243,10 +259,53 @@ class KnowledgeBase:
                     raise SchemaError(f"label {label!r} is not declared by this knowledge base.")
         return plan_triplet_search(search, schema or self.schema, k=k, threshold=threshold, candidates=candidates)
 
-    async def bind(self, plan: QueryPlan) -> QueryPlan:
-        """Embed the plan's texts and attach the vectors."""
+    async def bind(self, plan: QueryPlan, *, linked: bool | None = None) -> QueryPlan:
+        """Embed the plan's texts and attach the vectors; linked (the default when linking is on),
+        also link each text to the entities it names (see :mod:`kag.ranking.linking`)."""
         texts = plan.texts()
-        return plan.bind(await self.embed(texts)) if texts else plan.bind([])
+        bound = plan.bind(await self.embed(texts)) if texts else plan.bind([])
+        if self.linking is None or linked is False or not texts:
+            return bound
+        index = await self.names()
+        links = []
+        for node in bound.nodes:
+            for text, vector in zip(node.texts, node.vectors, strict=True):
+                nearest = await self._nearest(node.labels, text, vector, bound.candidates)
+                links.append(link(text, node.labels, nearest, index, self.linking))
+        return bound.link(links)
+
+    async def names(self) -> NameIndex:
+        """The name keys of every entity (key text and aliases), rebuilt after this knowledge base writes.
+
+        Writes made by another process to a shared Neo4j are seen after :meth:`invalidate_names`.
+        """
+        if self._names is None or self._names_revision != self.revision:
+            rows = await passage_store_for(self.store).entities() if _lists_entities(self.store) else []
+            self._names = NameIndex((eid, label, entity_names(self.schema, label, props)) for eid, label, props in rows)
+            self._names_revision = self.revision
+        return self._names
+
+    def invalidate_names(self) -> None:
+        """Forget the cached entity names (call after another writer changed the graph)."""
+        self._names = None
+
+    async def _nearest(
+        self, labels: tuple[str, ...], text: str, vector: np.ndarray, candidates: int | None = None
+    ) -> dict[str, float]:
+        """The embedding's nearest entities of ``labels`` (skipped when a name matches exactly).
+
+        With ``candidates`` (approximate mode), Neo4j takes them from the label's vector index.
+        """
+        assert self.linking is not None
+        if (await self.names()).exact(name_key(text), labels):
+            return {}
+        k = self.linking.candidates
+        approximate = None if candidates is None or len(labels) != 1 else max(candidates, k)
+        nearest = QueryPlan(
+            nodes=(NodeSpec(labels, (text,), (vector,)),), hops=(), k=k, threshold=0.0, candidates=approximate
+        )
+        rows = (await self.store.execute(nearest)).rows
+        return {row.node_ids[0]: as_float32(row.score) for row in rows}
 
     async def compile(
         self, search: SearchInput, *, k: int = 10, threshold: float = 0.7, schema: GraphSchema | None = None
@@ -279,12 +338,40 @@ class KnowledgeBase:
             return TripletResults([], count=result.count, query=result.query, plan=plan)
         return TripletResults([self._triplet(row) for row in result.rows], query=result.query, plan=plan)
 
-    async def similarity_search(self, label: str, text: str, *, k: int = 10, threshold: float = 0.0) -> list[EntityHit]:
-        """Entities of ``label`` (or ``"*"``) most similar to ``text``."""
+    async def similarity_search(
+        self, label: str, text: str, *, k: int = 10, threshold: float = 0.0, linked: bool | None = None
+    ) -> list[EntityHit]:
+        """Entities of ``label`` (or ``"*"``) most similar to ``text``, best first.
+
+        Linked (the knowledge base's default): entities named exactly ``text`` first at 1.0,
+        then the nearest by ``max(embedding, name similarity)``. ``linked=False``: the
+        embedding's cosine alone (entity resolution compares embeddings this way).
+        """
         await self.ensure_ready()
-        plan = await self.bind(plan_similarity_search(label, text, self.schema, k=k, threshold=threshold))
-        result = await self.store.execute(plan)
-        return [EntityHit(self._entity(row.node_props[0]), row.score) for row in result.rows]
+        plan = plan_similarity_search(label, text, self.schema, k=k, threshold=threshold)
+        if self.linking is None or linked is False:
+            result = await self.store.execute(await self.bind(plan, linked=False))
+            return [EntityHit(self._entity(row.node_props[0]), row.score) for row in result.rows]
+        # linked: exact names first, then the nearest entities by max(embedding, name similarity)
+        node = plan.nodes[0]
+        vector = (await self.embed([text]))[0]
+        nearest = QueryPlan(
+            nodes=(NodeSpec(node.labels, node.texts, (vector,)),),
+            hops=(),
+            k=max(k, self.linking.candidates),
+            threshold=0.0,
+        )
+        rows = (await self.store.execute(nearest)).rows
+        embedding = {row.node_ids[0]: as_float32(row.score) for row in rows}
+        ranked = [
+            (i, s) for i, s in rank(text, node.labels, embedding, await self.names(), self.linking) if s >= threshold
+        ]
+        top = ranked[:k]
+        props = {row.node_ids[0]: row.node_props[0] for row in rows}
+        missing = [i for i, _ in top if i not in props]
+        if missing:
+            props.update(await self.store.get_nodes(missing))
+        return [EntityHit(self._entity(props[i]), s) for i, s in top if i in props]
 
     async def execute(self, plan: QueryPlan) -> list[PlanRow]:
         """Run a bound plan and return raw rows (ids, properties, scores)."""
@@ -355,5 +442,6 @@ class KnowledgeBaseSync(SyncFacade[KnowledgeBase]):
     compile = blocking(KnowledgeBase.compile)
     triplet_search = blocking(KnowledgeBase.triplet_search)
     similarity_search = blocking(KnowledgeBase.similarity_search)
+    names = blocking(KnowledgeBase.names)
     execute = blocking(KnowledgeBase.execute)
     subgraph = blocking(KnowledgeBase.subgraph)

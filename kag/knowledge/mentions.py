@@ -46,12 +46,8 @@ def entity_names(schema: GraphSchema, label: str, props: Mapping[str, Any]) -> l
 
 
 def names_of(entity: Entity) -> list[str]:
-    """``entity.search_text()`` first, then the strings of its ``aliases`` field (if the model has one)."""
-    names = [entity.search_text()]
-    aliases = getattr(entity, "aliases", None) if "aliases" in type(entity).model_fields else None
-    if isinstance(aliases, list | tuple):
-        names.extend(a for a in aliases if isinstance(a, str) and a not in names)
-    return names
+    """``entity.search_text()`` first, then its aliases (see :meth:`kag.Entity.names`)."""
+    return entity.names()
 
 
 @dataclass(frozen=True)

@@ -145,7 +145,9 @@ class _Resolver:
                 self.by_key[key] = self.by_key[other_key] = _merge(self.by_key[other_key], entity)
                 return self.by_key[key]
         canonical = entity
-        hits = await self.kb.similarity_search(entity.label, entity.search_text(), k=1, threshold=self.threshold)
+        hits = await self.kb.similarity_search(
+            entity.label, entity.search_text(), k=1, threshold=self.threshold, linked=False
+        )
         if hits:  # already in the knowledge base under this (or a near-identical) name
             self.merged += 1
             canonical = _merge(hits[0].entity, entity)
@@ -167,7 +169,7 @@ class _Resolver:
                 best, best_score = self.by_key[other_key], score
         if best is not None:
             return best
-        hits = await self.kb.similarity_search(ref.label, ref.name, k=1, threshold=self.threshold)
+        hits = await self.kb.similarity_search(ref.label, ref.name, k=1, threshold=self.threshold, linked=False)
         return hits[0].entity if hits else None
 
 

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from kag.datamodels.base import check_identifier
 from kag.query.plan import QueryPlan
 
@@ -62,15 +64,23 @@ def compile_plan(plan: QueryPlan) -> CompiledQuery:
     """Compile ``plan`` to Cypher. Vectors must be bound (``plan.bind``)."""
     if not plan.bound:
         raise ValueError("bind the plan's vectors before compiling it")
-    params: dict[str, Any] = {"threshold": plan.threshold, "k": plan.k}
+    # the threshold at float32 precision, the precision Neo4j's cosine returns: a score exactly at
+    # the threshold then passes here as it does on the memory store (which compares in float32)
+    params: dict[str, Any] = {"threshold": float(np.float32(plan.threshold)), "k": plan.k}
     scores: dict[int, list[str]] = {}
 
+    def side_score(i: int, j: int) -> str:
+        """The score expression of text ``j`` of node ``i``: a linked map lookup, or a cosine."""
+        links = plan.nodes[i].link_of(j)
+        if links is not None:  # linked entities: their scores by id (a missing id is null: no match)
+            params[f"l{i}_{j}"] = dict(links)
+            return f"$l{i}_{j}[n{i}.id]"
+        name = f"v{i}_{j}"
+        params[name] = [float(x) for x in plan.nodes[i].vectors[j]]
+        return f"vector.similarity.cosine(n{i}.embedding, ${name})"
+
     def score_items(i: int) -> list[str]:
-        items = []
-        for j, vec in enumerate(plan.nodes[i].vectors):
-            name = f"v{i}_{j}"
-            params[name] = [float(x) for x in vec]
-            items.append(f"vector.similarity.cosine(n{i}.embedding, ${name}) AS s{i}_{j}")
+        items = [f"{side_score(i, j)} AS s{i}_{j}" for j in range(len(plan.nodes[i].vectors))]
         scores[i] = [f"s{i}_{j}" for j in range(len(items))]
         return items
 
@@ -86,10 +96,8 @@ def compile_plan(plan: QueryPlan) -> CompiledQuery:
         items = score_items(0)
         exists_lines = [f"MATCH (n0){_rel(1, hop.relation_labels, hop.bidirectional)}(n1{label_expr(obj.labels)})"]
         obj_conds = []
-        for j, vec in enumerate(obj.vectors):
-            name = f"v1_{j}"
-            params[name] = [float(x) for x in vec]
-            obj_conds.append(f"vector.similarity.cosine(n1.embedding, ${name}) >= $threshold")
+        for j in range(len(obj.vectors)):
+            obj_conds.append(f"{side_score(1, j)} >= $threshold")
         if obj_conds:
             exists_lines.append("  WHERE " + " AND ".join(obj_conds))
         not_exists = "NOT EXISTS {\n  " + "\n  ".join(exists_lines) + "\n}"
@@ -102,7 +110,12 @@ def compile_plan(plan: QueryPlan) -> CompiledQuery:
     anchor = next((i for i, n in enumerate(plan.nodes) if n.texts), None)
     if anchor is not None:
         node = plan.nodes[anchor]
-        if plan.candidates is not None and len(node.labels) == 1:
+        first = node.link_of(0)
+        if first is not None:
+            # a linked anchor: only its linked entities, found through the id index
+            params[f"l{anchor}_0_ids"] = sorted(first)
+            lines.append(f"MATCH (n{anchor}{label_expr(node.labels)}) WHERE n{anchor}.id IN $l{anchor}_0_ids")
+        elif plan.candidates is not None and len(node.labels) == 1:
             # approximate: candidates from the label's vector index, then exact scores
             params["index"] = vector_index_name(node.labels[0])
             params["candidates"] = plan.candidates

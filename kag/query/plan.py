@@ -20,7 +20,7 @@ implement exactly these semantics:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -42,6 +42,13 @@ class NodeSpec:
     labels: tuple[str, ...]
     texts: tuple[str, ...] = ()
     vectors: tuple[np.ndarray, ...] = field(default=(), compare=False, repr=False)
+    # per text: the entities it was linked to, id -> score (see kag.ranking.linking); a linked
+    # text matches only those ids, with those scores, instead of scoring every node by cosine
+    links: tuple[Mapping[str, float] | None, ...] = field(default=(), compare=False, repr=False)
+
+    def link_of(self, j: int) -> Mapping[str, float] | None:
+        """The linked entities of text ``j``, or ``None`` when it is scored by cosine."""
+        return self.links[j] if j < len(self.links) else None
 
 
 @dataclass(frozen=True)
@@ -92,6 +99,17 @@ class QueryPlan:
             vecs = tuple(_check_vector(rows[i + j]) for j in range(len(n.texts)))
             i += len(n.texts)
             nodes.append(replace(n, vectors=vecs))
+        return replace(self, nodes=tuple(nodes))
+
+    def link(self, links: Sequence[Mapping[str, float] | None]) -> QueryPlan:
+        """Attach linked entities (one entry per text of ``texts()``, in order; ``None``: cosine)."""
+        rows = list(links)
+        if len(rows) != len(self.texts()):
+            raise InvalidInputError(f"expected {len(self.texts())} link maps, got {len(rows)}.")
+        nodes, i = [], 0
+        for n in self.nodes:
+            nodes.append(replace(n, links=tuple(rows[i : i + len(n.texts)])))
+            i += len(n.texts)
         return replace(self, nodes=tuple(nodes))
 
     def describe(self) -> dict[str, Any]:

@@ -97,10 +97,13 @@ def assert_same_up_to_ties(a: list[Row], b: list[Row], k: int, search: Any) -> N
         start = end
 
 
-@pytest.fixture
-async def pair(neo4j_kb_factory: Callable[..., Any]) -> tuple[kag.KnowledgeBase, kag.KnowledgeBase]:
-    mem = kag.KnowledgeBase("memory://", entity_models=ENTITY_MODELS, relation_models=RELATION_MODELS)
-    neo = await neo4j_kb_factory(entity_models=ENTITY_MODELS, relation_models=RELATION_MODELS)
+@pytest.fixture(params=[False, True], ids=["cosine", "linked"])
+async def pair(
+    neo4j_kb_factory: Callable[..., Any], request: pytest.FixtureRequest
+) -> tuple[kag.KnowledgeBase, kag.KnowledgeBase]:
+    linking = request.param
+    mem = kag.KnowledgeBase("memory://", entity_models=ENTITY_MODELS, relation_models=RELATION_MODELS, linking=linking)
+    neo = await neo4j_kb_factory(entity_models=ENTITY_MODELS, relation_models=RELATION_MODELS, linking=linking)
     for kb in (mem, neo):
         await kb.upsert(seed_facts())
     return mem, neo
@@ -123,7 +126,9 @@ async def test_adversarial_searches_agree_and_write_nothing(pair: tuple[kag.Know
         assert a.query is not None and b.query is not None and a.query.text == b.query.text
         non_empty += bool(len(a)) or bool(a.count)
         exact_order += rows(a) == rows(b) or [r[0] for r in rows(a)] == [r[0] for r in rows(b)]
-    assert non_empty > 100  # the sample exercises real matches, not only empty results
+    # the sample exercises real matches, not only empty results; linked texts match only the
+    # entities they name (exact or near names), so fewer adversarial texts match anything
+    assert non_empty > (50 if mem.linking else 100)
     assert exact_order == len(sample)  # same rows in the same order, ties broken by ids on both
     assert await graph_totals(store) == before
     assert (await mem.counts(), await neo.counts()) == counts_before

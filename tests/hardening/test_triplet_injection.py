@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import kag
 from kag.errors import InvalidInputError, SchemaError
-from kag.examples.seed import ENTITY_MODELS, RELATION_MODELS
+from kag.examples.seed import ENTITY_MODELS, RELATION_MODELS, City
 from kag.query.cypher import CompiledQuery, compile_plan
 from kag.query.plan import QueryPlan, plan_triplet_search
 from tests.hardening import BAD_LABELS, BAD_RELATIONS, ENTITY_LABELS, INJECTIONS, RELATION_LABELS, Payload, payloads
@@ -27,10 +27,11 @@ PAYLOADS = payloads(10_000)
 # what compiled triplet Cypher may contain: kag's fixed read-only syntax, quoted labels, $params
 ALLOWED_WORDS = {
     "MATCH", "WITH", "WHERE", "AND", "NOT", "EXISTS", "RETURN", "ORDER", "BY", "DESC", "LIMIT", "AS",
-    "count", "vector", "similarity", "cosine", "embedding", "startNode", "id", "null", "score",
+    "count", "vector", "similarity", "cosine", "embedding", "startNode", "id", "null", "score", "IN",
 }  # fmt: skip
 FORBIDDEN = re.compile(r"\b(DELETE|DETACH|CREATE|MERGE|SET|REMOVE|CALL|LOAD|DROP|FOREACH|UNION|apoc|dbms)\b", re.I)
-PARAM_OR_VAR = re.compile(r"^(\$?[nrsv]\d+(_\d+)?(_id|_props|_forward)?|\$threshold|\$k|threshold|k)$")
+PARAM_OR_VAR = re.compile(r"^(\$?[nrsvl]\d+(_\d+)?(_id|_ids|_props|_forward)?|\$threshold|\$k|threshold|k)$")
+ENTITY_ID = re.compile(r"^e_[0-9a-f]{24}$")  # linked texts carry entity ids the store made, never caller text
 
 
 def bind_constant(plan: QueryPlan) -> QueryPlan:
@@ -70,8 +71,12 @@ def check_compiled(compiled: CompiledQuery, texts: list[str], template: Compiled
         assert word in ALLOWED_WORDS or PARAM_OR_VAR.match(word), word
     for name in re.findall(r"\$([A-Za-z0-9_]+)", text):
         assert name in compiled.params
-    for name, value in compiled.params.items():  # values are numbers or vectors, never strings
-        if isinstance(value, list):
+    for name, value in compiled.params.items():  # numbers, vectors and entity ids: never caller text
+        if name.endswith("_ids"):
+            assert all(isinstance(x, str) and ENTITY_ID.match(x) for x in value), name
+        elif isinstance(value, dict):
+            assert all(ENTITY_ID.match(key) and type(v) is float for key, v in value.items()), name
+        elif isinstance(value, list):
             assert all(type(x) is float for x in value), name
         else:
             assert type(value) in (int, float), name
@@ -149,16 +154,23 @@ def test_wrong_container_types_are_invalid_input(search: Any) -> None:
 
 async def test_real_embedder_path_keeps_texts_out_of_the_query() -> None:
     # kb.compile embeds with the default HashEmbedder; a sample is enough (hashing 4k-char texts is slow)
-    kb = kag.KnowledgeBase("memory://", entity_models=ENTITY_MODELS, relation_models=RELATION_MODELS)
+    # cosine scoring (linking off): the query equals the placeholder template of compile_plan
+    raw = kag.KnowledgeBase("memory://", entity_models=ENTITY_MODELS, relation_models=RELATION_MODELS, linking=False)
+    # linked scoring (the default): texts become maps of entity ids, still parameters
+    linked = kag.KnowledgeBase("memory://", entity_models=ENTITY_MODELS, relation_models=RELATION_MODELS)
+    await linked.upsert([City(name=t[:100]) for t in INJECTIONS[:20] if t.strip()])  # names that are attacks
     sample = [p for p in PAYLOADS if not p.bad_label and not p.bad_text][:400]
     for payload in sample:
         try:
-            compiled = await kb.compile(payload.search, k=5, threshold=0.6)
+            compiled = await raw.compile(payload.search, k=5, threshold=0.6)
         except SchemaError:
             continue
         template = compile_payload(Payload(with_placeholders(payload.search), False, False))
         assert isinstance(template, CompiledQuery)
         check_compiled(compiled, payload.texts(), template)
+        linked_query = await linked.compile(payload.search, k=5, threshold=0.6)
+        linked_template = await linked.compile(with_placeholders(payload.search), k=5, threshold=0.6)
+        check_compiled(linked_query, payload.texts(), linked_template)
 
 
 LABEL = st.sampled_from([*ENTITY_LABELS, "*", *BAD_LABELS])

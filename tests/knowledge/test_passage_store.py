@@ -43,7 +43,7 @@ async def test_schema_documents_chunks_next_and_mentions(knowledge_factory: Know
         nexts = set(store.next_links())
     else:
         assert isinstance(store, Neo4jPassageStore)
-        run = store.graph_store._run
+        run = store.graph_store.run
         res = await run(
             "MATCH (d:Document {id: $id})-[:HAS_CHUNK]->(c:Chunk) RETURN c.id AS id ORDER BY c.index",
             {"id": paris.id},

@@ -59,7 +59,7 @@ async def test_read_guard_refuses_writes(neo4j_kb_factory: Callable[..., Any]) -
         "MERGE (n:Country {id: 'y'}) RETURN n",
     ]:
         with pytest.raises(UnsafeQueryError, match="not read-only"):
-            await store._read(query, {}, "test")
+            await store.read(query, {}, "test")
     assert (await kb.counts())["nodes"] == 0  # EXPLAIN never executed anything
 
 

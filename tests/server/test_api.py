@@ -161,10 +161,10 @@ async def test_triplet_search_single_chain_and_count(served: Served) -> None:
     data = response.json()
     assert [f["text"] for f in data["facts"]] == ["Paris -[IsCapitalOf]-> France"]
     assert data["count"] is None and data["cypher"].startswith("MATCH")
-    assert data["params"]["v1_0"] == "<vector: 384 floats>"  # vectors are not sent unless asked
-
-    full = (await served.post("/triplet_search", {**single, "include_vectors": True})).json()
-    assert isinstance(full["params"]["v1_0"], list) and len(full["params"]["v1_0"]) == 384
+    # "France" is linked to its entity: the params carry its id and score, not a vector
+    assert list(data["params"]["l1_0"].values()) == [1.0]
+    assert data["params"]["l1_0_ids"] == list(data["params"]["l1_0"])
+    assert "v1_0" not in data["params"]  # a linked text is scored by its map, no query vector is needed
 
     chain = {
         "hops": [
