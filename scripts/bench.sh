@@ -33,5 +33,5 @@ $NEO4J start
 trap '$NEO4J stop >/dev/null 2>&1 || true' EXIT
 # shellcheck disable=SC1091
 source "$KAG_NEO4J_DIR/env"
-export NEO4J_URI NEO4J_USER NEO4J_PASSWORD NEO4J_DATABASE
+export NEO4J_URI NEO4J_USERNAME NEO4J_USER NEO4J_PASSWORD NEO4J_DATABASE
 "$PY" -m benchmarks.run_all "$@"

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 import kag
+import tests.neo4j_support  # noqa: F401  (takes the session's NEO4J_* settings before any test runs)
 from kag.examples.seed import ENTITY_MODELS, RELATION_MODELS, seed_facts
 from tests.helpers.http_server import LocalHTTPServer, local_http_server  # noqa: F401  (a fixture)
 
@@ -22,6 +23,14 @@ def server(local_http_server: LocalHTTPServer) -> LocalHTTPServer:  # noqa: F811
 def _no_openai_key(monkeypatch: pytest.MonkeyPatch) -> None:
     # a developer's real key must never reach the local test servers
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _no_store_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    # KAG_KB / NEO4J_URI name the default store; tests that want them set them (the Neo4j
+    # fixtures read the session's settings through tests.neo4j_support.SESSION_ENV)
+    for name in ("KAG_KB", "NEO4J_URI", "NEO4J_USERNAME", "NEO4J_USER", "NEO4J_PASSWORD", "NEO4J_DATABASE"):
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture
@@ -56,7 +65,7 @@ async def neo4j_kb_factory(neo4j_config: dict[str, str]) -> AsyncIterator[Callab
     async def make(**kwargs: Any) -> kag.KnowledgeBase:
         kb = kag.KnowledgeBase(
             neo4j_config["uri"],
-            user=neo4j_config["user"],
+            username=neo4j_config["user"],
             password=neo4j_config["password"],
             database=neo4j_config["database"],
             **kwargs,

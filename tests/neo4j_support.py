@@ -13,10 +13,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# taken when the test session starts: the tests themselves run with NEO4J_* and KAG_KB removed
+# from the environment (tests/conftest.py), so "no store named" means memory:// in every test
+SESSION_ENV = {k: v for k, v in os.environ.items() if k.startswith("NEO4J_")}
 
 
 def neo4j_settings() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k.startswith("NEO4J_")}
+    env = dict(SESSION_ENV)
     env_file = ROOT / ".neo4j" / "env"
     if "NEO4J_URI" not in env and env_file.exists():
         for line in env_file.read_text().splitlines():
@@ -26,7 +29,7 @@ def neo4j_settings() -> dict[str, str]:
                 env.setdefault(key, value.strip("'\""))
     return {
         "uri": env.get("NEO4J_URI", "neo4j://127.0.0.1:7687"),
-        "user": env.get("NEO4J_USER", "neo4j"),
+        "user": env.get("NEO4J_USERNAME") or env.get("NEO4J_USER", "neo4j"),
         "password": env.get("NEO4J_PASSWORD", "kag-test-password"),
         "database": env.get("NEO4J_DATABASE", "neo4j"),
     }

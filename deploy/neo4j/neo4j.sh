@@ -218,7 +218,8 @@ write_env() {
     pw="$(effective_password)"
     {
         printf 'export NEO4J_URI=%q\n' "neo4j://127.0.0.1:$PORT"
-        printf 'export NEO4J_USER=%q\n' "$NEO4J_USER_NAME"
+        printf 'export NEO4J_USERNAME=%q\n' "$NEO4J_USER_NAME"
+        printf 'export NEO4J_USER=%q\n' "$NEO4J_USER_NAME"  # the older name, still read
         printf 'export NEO4J_PASSWORD=%q\n' "$pw"
         printf 'export NEO4J_DATABASE=%q\n' "neo4j"
     } >"$ENV_FILE.tmp"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kag.graph.base import GraphStore, NodeRecord, PlanResult, PlanRow, RelationRecord
-from kag.graph.factory import NEO4J_SCHEMES, open_store, passage_store_for
+from kag.graph.factory import NEO4J_SCHEMES, default_uri, open_store, passage_store_for
 from kag.graph.memory import MemoryGraphStore
 from kag.graph.passages import PassageStore
 
@@ -16,6 +16,7 @@ __all__ = [
     "PlanResult",
     "PlanRow",
     "RelationRecord",
+    "default_uri",
     "open_store",
     "passage_store_for",
 ]

@@ -5,6 +5,7 @@ The one place that knows every backend, so the backends never import each other.
 
 from __future__ import annotations
 
+import os
 import weakref
 from typing import Any
 
@@ -19,8 +20,21 @@ from kag.graph.passages_neo4j import Neo4jPassageStore
 NEO4J_SCHEMES = ("neo4j://", "neo4j+s://", "neo4j+ssc://", "bolt://", "bolt+s://", "bolt+ssc://")
 
 
-def open_store(uri: str, **options: Any) -> GraphStore:
-    """Open the store a URI names: ``memory://[path]`` or ``neo4j://host:port`` / ``bolt://...``."""
+def default_uri() -> str:
+    """The store used when none is named: ``$KAG_KB``, else ``$NEO4J_URI``, else ``memory://``."""
+    return os.environ.get("KAG_KB") or os.environ.get("NEO4J_URI") or "memory://"
+
+
+def open_store(uri: str | None = None, **options: Any) -> GraphStore:
+    """Open the store a URI names: ``memory://[path]`` or ``neo4j://host:port`` / ``bolt://...``.
+
+    ``uri=None`` is :func:`default_uri`; with a caller's ``driver=`` and no URI anywhere, the store
+    is on Neo4j through that driver.
+    """
+    if uri is None:
+        uri = default_uri()
+        if uri == "memory://" and options.get("driver") is not None:
+            uri = "neo4j://localhost:7687"  # only a label: the caller's driver decides where it connects
     if not isinstance(uri, str):
         raise ConfigError(f"store URI must be a string, got {type(uri).__name__}.")
     if uri.startswith("memory://"):

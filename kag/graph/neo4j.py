@@ -52,7 +52,7 @@ class Neo4jGraphStore:
         self,
         uri: str,
         *,
-        user: str | None = None,
+        username: str | None = None,
         password: str | None = None,
         database: str | None = None,
         batch_size: int = 1000,
@@ -60,20 +60,33 @@ class Neo4jGraphStore:
         backoff: float = 0.5,
         connection_timeout: float = 5.0,
         max_transaction_retry_time: float = 5.0,
-        driver: AsyncDriver | None = None,
+        driver: AsyncDriver | neo4j.Driver | None = None,
+        user: str | None = None,
     ) -> None:
+        """Settings not given here come from ``NEO4J_USERNAME`` (or the older ``NEO4J_USER``),
+        ``NEO4J_PASSWORD`` and ``NEO4J_DATABASE``. ``driver`` is a caller's own sync or async
+        driver: it is used as is (its auth and routing) and never closed by kag. ``user`` is the
+        older name of ``username``."""
         if batch_size < 1 or max_retries < 0:
             raise ConfigError("batch_size must be >= 1 and max_retries >= 0.")
+        if username is not None and user is not None and username != user:
+            raise ConfigError("give username= or user= (its older name), not both.")
         self.uri = uri
-        self.user = user or os.environ.get("NEO4J_USER") or os.environ.get("NEO4J_USERNAME") or "neo4j"
+        self.user = username or user or os.environ.get("NEO4J_USERNAME") or os.environ.get("NEO4J_USER") or "neo4j"
         self._password = password if password is not None else os.environ.get("NEO4J_PASSWORD")
         self.database = database or os.environ.get("NEO4J_DATABASE") or None
+        self._owns_driver = driver is None
+        if isinstance(driver, neo4j.Driver):
+            driver = _SyncDriver(driver)  # type: ignore[assignment]  # same calls, run in threads
+        elif driver is not None and not isinstance(driver, AsyncDriver):
+            raise ConfigError(f"driver must be a neo4j Driver or AsyncDriver, got {type(driver).__name__}.")
         self.batch_size = batch_size
         self.max_retries = max_retries
         self.backoff = backoff
         self._connection_timeout = connection_timeout
         self._max_transaction_retry_time = max_transaction_retry_time
-        self._driver = driver
+        # an AsyncDriver, or a caller's sync driver behind _SyncDriver (the same calls, awaited)
+        self._driver: Any = driver
         self._entity_labels: tuple[str, ...] = ()
         self._relation_labels: tuple[str, ...] = ()
         self._read_only: set[str] = set()  # query texts EXPLAIN has proven read-only
@@ -92,20 +105,28 @@ class Neo4jGraphStore:
         return self._driver
 
     async def aclose(self) -> None:
-        if self._driver is not None:
+        """Close the driver kag opened (a caller's own driver is left open)."""
+        if self._driver is not None and self._owns_driver:
             await self._driver.close()
+        if self._owns_driver:
             self._driver = None
 
     def _translate(self, exc: BaseException, what: str) -> StoreError | QueryError:
         if isinstance(exc, nx.AuthError):
+            if self._password is None and self._owns_driver:
+                return BackendAuthError(
+                    f"Neo4j at {self.uri} requires a password and none was given while {what}: "
+                    "set NEO4J_PASSWORD (or pass password=)."
+                )
             return BackendAuthError(
                 f"Neo4j at {self.uri} refused the credentials of user {self.user!r} while {what}: "
-                "check NEO4J_USER / NEO4J_PASSWORD (or the user=/password= arguments)."
+                "check NEO4J_USERNAME / NEO4J_PASSWORD (or the username=/password= arguments)."
             )
         if isinstance(exc, (*_RETRYABLE, nx.DriverError)) and not isinstance(exc, nx.Neo4jError):
             return BackendUnavailableError(
                 f"cannot reach Neo4j at {self.uri} while {what} ({type(exc).__name__}: {exc}). "
-                "Is the server running? Start it with `make neo4j-start` or check NEO4J_URI. "
+                "Is the server running, and is this the right address (the URI given, else KAG_KB, "
+                "else NEO4J_URI)? `make neo4j-start` starts a local one. "
                 "Writes are idempotent: an interrupted ingest can simply be re-run once it is back."
             )
         if isinstance(exc, nx.TransientError):
@@ -384,3 +405,47 @@ class Neo4jGraphStore:
 
 def _clean(props: dict[str, Any] | None) -> dict[str, Any]:
     return {k: v for k, v in (props or {}).items() if k not in ("embedding",) and v is not None}
+
+
+class _SyncDriver:
+    """A caller's blocking ``neo4j.Driver`` behind the async calls the store makes (in worker threads)."""
+
+    def __init__(self, driver: neo4j.Driver) -> None:
+        self._driver = driver
+
+    async def execute_query(self, query: str, **kwargs: Any) -> neo4j.EagerResult:
+        result: neo4j.EagerResult = await asyncio.to_thread(
+            lambda: self._driver.execute_query(query, **kwargs)
+        )
+        return result
+
+    async def verify_connectivity(self) -> None:
+        await asyncio.to_thread(self._driver.verify_connectivity)
+
+    def session(self, **kwargs: Any) -> _SyncSession:
+        return _SyncSession(self._driver.session(**kwargs))
+
+    async def close(self) -> None:  # pragma: no cover - never called: the caller owns the driver
+        await asyncio.to_thread(self._driver.close)
+
+
+class _SyncSession:
+    def __init__(self, session: neo4j.Session) -> None:
+        self._session = session
+
+    async def __aenter__(self) -> _SyncSession:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await asyncio.to_thread(self._session.close)
+
+    async def run(self, query: str, **kwargs: Any) -> _SyncResult:
+        return _SyncResult(await asyncio.to_thread(self._session.run, query, **kwargs))
+
+
+class _SyncResult:
+    def __init__(self, result: neo4j.Result) -> None:
+        self._result = result
+
+    async def consume(self) -> neo4j.ResultSummary:
+        return await asyncio.to_thread(self._result.consume)

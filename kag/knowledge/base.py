@@ -41,7 +41,11 @@ SearchInput = TripletSearch | TripletChain | Sequence[TripletSearch] | dict[str,
 
 
 class KnowledgeBase:
-    """Typed knowledge graph over ``memory://`` (default) or ``neo4j://``.
+    """Typed knowledge graph over ``memory://`` or ``neo4j://``.
+
+    Without ``uri`` the store is ``$KAG_KB``, else ``$NEO4J_URI``, else ``memory://``. Neo4j
+    settings not passed as keywords (``username``, ``password``, ``database``, a caller's own
+    ``driver``) come from ``NEO4J_USERNAME``, ``NEO4J_PASSWORD`` and ``NEO4J_DATABASE``.
 
     >>> kb = KnowledgeBase("memory://", entity_models=[City, Country], relation_models=[IsCapitalOf])
     >>> await kb.upsert([IsCapitalOf(subj=City(name="Paris"), obj=Country(name="France"))])
@@ -49,7 +53,7 @@ class KnowledgeBase:
 
     def __init__(
         self,
-        uri: str = "memory://",
+        uri: str | None = None,
         *,
         entity_models: Sequence[type[Entity]] = (),
         relation_models: Sequence[type[Relation]] = (),

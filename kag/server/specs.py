@@ -23,7 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 from kag.datamodels.base import Entity, Relation
 from kag.datamodels.schema import GraphSchema
 from kag.errors import ConfigError, SchemaError, UsageError
-from kag.graph import NEO4J_SCHEMES
+from kag.graph import NEO4J_SCHEMES, default_uri
 from kag.graph.memory import MemoryGraphStore
 from kag.knowledge.base import KnowledgeBase
 from kag.lm.base import LanguageModel
@@ -149,8 +149,8 @@ def load_schema(spec: str | None = None) -> SchemaSpec:
 
 
 def default_kb_uri() -> str:
-    """``$KAG_KB`` or ``memory://``."""
-    return os.environ.get("KAG_KB") or "memory://"
+    """``$KAG_KB``, else ``$NEO4J_URI``, else ``memory://`` (an explicit ``--kb`` wins over both)."""
+    return default_uri()
 
 
 def check_kb_uri(uri: str) -> str:
