@@ -5,7 +5,7 @@ Every command that works on a knowledge base takes ``--kb URI`` (``memory://``,
 ``memory://``) and ``--schema SPEC`` (``package.module:ATTR`` or
 ``package.module`` with ``ENTITY_MODELS``/``RELATION_MODELS``; default the
 world-geography models of :mod:`kag.examples.world`). Neo4j credentials come
-from ``NEO4J_USER`` / ``NEO4J_PASSWORD`` / ``NEO4J_DATABASE``. ``--lm`` is
+from ``NEO4J_USERNAME`` / ``NEO4J_PASSWORD`` / ``NEO4J_DATABASE``. ``--lm`` is
 ``lexical`` (offline, default), ``openai:MODEL[@BASE_URL]`` (key in
 ``$OPENAI_API_KEY``) or ``ollama:MODEL[@BASE_URL]``.
 
