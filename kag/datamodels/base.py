@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import types
 import typing
@@ -307,3 +308,37 @@ def _entity_members(annotation: Any) -> tuple[type[Entity], ...]:
     if isinstance(annotation, type) and issubclass(annotation, Entity):
         return (annotation,)
     return ()
+
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def check_storable(model_obj: BaseModel) -> None:
+    """Refuse values no backend can store faithfully: NaN, infinities, integers beyond 64 bits.
+
+    Neo4j stores 64-bit integers and would overflow; an infinity would reach the saved JSON
+    as ``Infinity`` and break every later search. Both backends refuse the same values here,
+    before anything is written.
+    """
+
+    def walk(value: Any, where: str) -> None:
+        if isinstance(value, bool) or value is None or isinstance(value, str):
+            return
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InvalidInputError(f"{where} is {value!r}; store a finite number (or leave it unset).")
+        if isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
+            raise InvalidInputError(f"{where} is {value} which does not fit in 64 bits; store it as a string.")
+        if isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, f"{where}.{key}")
+        elif isinstance(value, list | tuple | set | frozenset):
+            for i, item in enumerate(value):
+                walk(item, f"{where}[{i}]")
+        elif isinstance(value, BaseModel):
+            for key in type(value).model_fields:
+                walk(getattr(value, key), f"{where}.{key}")
+
+    for name in type(model_obj).model_fields:
+        if name in ("subj", "obj"):
+            continue  # endpoints are checked as entities of their own
+        walk(getattr(model_obj, name), f"{type(model_obj).__name__}.{name}")

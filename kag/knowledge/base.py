@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from kag._sync import SyncFacade, blocking
-from kag.datamodels.base import Entity, Relation
+from kag.datamodels.base import Entity, Relation, check_storable
 from kag.datamodels.schema import GraphSchema
 from kag.errors import ConfigError, EmbeddingError, InvalidInputError, SchemaError
 from kag.graph import open_store
@@ -144,11 +144,14 @@ class KnowledgeBase:
         for item in items:
             if isinstance(item, Relation):
                 self.schema.check_relation(item)
+                check_storable(item)
                 relations[item.id] = item
                 for end in (item.subj, item.obj):
+                    check_storable(end)
                     entities.setdefault(end.id, end)
             elif isinstance(item, Entity):
                 self.schema.check_entity(item)
+                check_storable(item)
                 entities[item.id] = item  # an explicit entity wins over a relation endpoint
             else:
                 raise InvalidInputError(f"upsert() takes Entity and Relation models, got {type(item).__name__}.")

@@ -22,10 +22,9 @@ from kag.errors import InvalidInputError, LoaderError
 from kag.graph.passages import ChunkRecord, DocumentRecord, Mention, PassageStore
 from kag.knowledge.base import KnowledgeBase
 from kag.knowledge.mentions import EntityMatcher
-from kag.rag.loaders import AutoLoader, LoadFailure, Source, find_title
+from kag.rag.loaders import AutoLoader, LoadFailure, Source, find_title, names_a_url
 from kag.rag.splitter import RecursiveCharacterSplitter
 
-_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://\S*$")
 _INLINE_MAX_PATH = 4096
 _HAS_WORD = re.compile(r"\w", re.UNICODE)
 MIN_NAME_CHARS = 2
@@ -90,8 +89,8 @@ def origin_of(source: Source) -> tuple[str, str]:
         return str(source.expanduser().resolve()), "path"
     if isinstance(source, str):
         stripped = source.strip()
-        if _URL.match(stripped):
-            return stripped, "url"
+        if names_a_url(stripped):
+            return stripped, "url"  # a malformed one is refused by the loader, never indexed as text
         if "\n" in source or len(source) > _INLINE_MAX_PATH:
             return "inline", "text"
         path = Path(source).expanduser()

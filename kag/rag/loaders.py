@@ -69,6 +69,13 @@ PDF_EXTENSION = ".pdf"
 LOADABLE_EXTENSIONS = frozenset([*TEXT_EXTENSIONS, PDF_EXTENSION])
 
 _URL_LIKE = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://\S*$")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
+
+
+def names_a_url(text: str) -> bool:
+    """Whether a one-line source is meant as a URL (``scheme://...``), well-formed or not."""
+    stripped = text.strip()
+    return bool(_SCHEME.match(stripped)) and "\n" not in stripped
 _PATH_EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,10}$")
 _MD_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 _RST_UNDERLINE = re.compile(r"^([^\n]*\S[^\n]*)\n([=\-~^\"'`#*+])\2{2,}[ \t]*$", re.MULTILINE)
@@ -407,6 +414,12 @@ class AutoLoader:
             raise LoaderError("empty source: the text to load is empty or only whitespace.")
         if _URL_LIKE.match(stripped):
             return await self._load_url(stripped)
+        if _SCHEME.match(stripped) and "\n" not in stripped:
+            # one line that starts like a URL but is not one: refusing it beats indexing it as text
+            raise LoaderError(
+                f"{stripped[:100]!r} starts like a URL but has whitespace in it; percent-encode "
+                "spaces (%20), or pass inline text as a kag.Document."
+            )
         if "\n" in source or len(source) > _INLINE_MAX_PATH:
             return [self._inline(source)]
         path = Path(source).expanduser()

@@ -325,7 +325,8 @@ class HTTPServer:
             if request.method in _BODY_METHODS:
                 raise RequestRejected(411, f"{request.method} needs a Content-Length header")
             return 0
-        if not raw.isdigit() or len(raw) > 18:
+        # ASCII digits only: str.isdigit() also accepts '²' and other digits int() refuses
+        if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
             raise RequestRejected(400, "invalid Content-Length")
         return int(raw)
 

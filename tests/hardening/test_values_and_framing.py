@@ -1,0 +1,99 @@
+"""Hardening, second round: values no backend can store, HTTP framing, URL-like sources, saves."""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from pathlib import Path
+from typing import Literal
+
+import pytest
+
+import kag
+from kag.errors import InvalidInputError, LoaderError
+from kag.examples.seed import City, Country, IsCapitalOf
+from kag.files import STALE_TEMP_SECONDS, atomic_write_json
+from kag.server.wire import host_allowed
+from tests.server.test_api import Served, raw_exchange, served  # noqa: F401  (a fixture)
+
+SEED = {"entity_models": [City, Country], "relation_models": [IsCapitalOf]}
+
+
+class Region(kag.Entity):
+    label: Literal["Region"] = "Region"
+    name: str
+    area: float | None = None
+    stats: dict[str, float] = {}
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])
+async def test_non_finite_floats_are_refused_before_anything_is_written(value: float) -> None:
+    kb = kag.KnowledgeBase("memory://", entity_models=[Region])
+    for bad in (Region(name="Atlantis", area=value), Region(name="Mu", stats={"rain": value})):
+        with pytest.raises(InvalidInputError, match="finite"):
+            await kb.upsert([Region(name="Ok", area=1.0), bad])
+    assert (await kb.counts())["nodes"] == 0
+    assert Region.model_validate_json('{"name": "X", "area": 1e999}').area == float("inf")  # what JSON can carry
+
+
+@pytest.mark.parametrize("value", [2**63, -(2**63) - 1, 10**30])
+async def test_integers_beyond_64_bits_are_refused(value: int) -> None:
+    kb = kag.KnowledgeBase("memory://", **SEED)  # type: ignore[arg-type]
+    ok = City(name="Lyon", population=2**63 - 1)
+    with pytest.raises(InvalidInputError, match="64 bits"):
+        await kb.upsert([ok, City(name="Paris", population=value)])
+    assert (await kb.counts())["nodes"] == 0  # the valid row of the batch was not written either
+    await kb.upsert([ok])
+    assert (await kb.get(ok)).population == 2**63 - 1  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("length", ["\u00b2", "1\u00b2", "\u0663", "12a"])
+async def test_a_content_length_of_non_ascii_digits_gets_400(served: Served, length: str) -> None:  # noqa: F811
+    head = (
+        "POST /search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {length}\r\n\r\n"
+    )
+    answer = await raw_exchange(served.server.port, head.encode("utf-8"))
+    assert answer.startswith(b"HTTP/1.1 400"), answer[:80]
+
+
+@pytest.mark.parametrize(
+    "host", ["evil.com@localhost", "localhost@evil.com", "localhost/x", "127.0.0.1 x", "a\\@localhost"]
+)
+def test_hosts_with_userinfo_or_junk_are_refused(host: str) -> None:
+    assert not host_allowed(host, {"localhost", "127.0.0.1"})
+
+
+def test_plain_hosts_still_pass() -> None:
+    for host in ("localhost", "localhost:8000", "127.0.0.1:1", "[::1]:8000"):
+        assert host_allowed(host, {"localhost", "127.0.0.1", "::1"}), host
+
+
+async def test_a_url_with_a_space_is_refused_not_indexed_as_text() -> None:
+    knowledge = kag.create_knowledge("memory://")
+    report = await knowledge.add("http://127.0.0.1:9/secret x")
+    assert report.documents == 0 and len(report.errors) == 1
+    assert isinstance(report.errors[0].error, LoaderError) and "whitespace" in str(report.errors[0].error)
+
+
+def test_saves_keep_the_mode_and_clean_stale_temporaries(tmp_path: Path) -> None:
+    target = tmp_path / "kb.json"
+    atomic_write_json(target, {"a": 1})
+    os.chmod(target, 0o640)
+    stale = tmp_path / f".{target.name}.killed.tmp"  # what a save killed mid-write leaves
+    stale.write_text("partial")
+    old = time.time() - STALE_TEMP_SECONDS - 5
+    os.utime(stale, (old, old))
+    fresh = tmp_path / f".{target.name}.running.tmp"  # a save still in progress elsewhere
+    fresh.write_text("partial")
+    atomic_write_json(target, {"a": 2})
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert not stale.exists() and fresh.exists()
+    assert target.read_text() == '{"a": 2}'
+
+
+def test_a_save_into_a_missing_directory_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(kag.errors.StoreError, match="does not exist"):
+        atomic_write_json(tmp_path / "absent" / "kb.json", {})
+    assert not (tmp_path / "absent").exists()
