@@ -7,8 +7,12 @@ allowed range, so a caller sees the same message from the library, the CLI and H
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from typing import Any
+
+import numpy as np
 
 from kag.errors import ConfigError, InvalidInputError
 
@@ -53,3 +57,58 @@ def check_finite(
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise error(f"{name} must be a finite number, got {value!r}.")
     return float(value)
+
+
+MAX_JSON_DEPTH = 80
+"""How deeply JSON from outside may nest: room for a filter of the deepest allowed nesting (32 filter
+levels are 64 JSON levels) inside a request body."""
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+
+
+def json_depth(text: str) -> int:
+    """The deepest nesting of ``[``/``{`` in JSON text (brackets inside strings do not count)."""
+    bare = _JSON_STRING.sub('""', text).encode("utf-8", "replace")
+    chars = np.frombuffer(bare, dtype=np.uint8)
+    if not chars.size:
+        return 0
+    step = np.isin(chars, _OPEN).astype(np.int64) - np.isin(chars, _CLOSE).astype(np.int64)
+    return int(np.cumsum(step).max(initial=0))
+
+
+_OPEN = np.frombuffer(b"[{", dtype=np.uint8)
+_CLOSE = np.frombuffer(b"]}", dtype=np.uint8)
+
+
+def loads_json(text: str | bytes, *, what: str = "the JSON", max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """Strict JSON from outside: no NaN/Infinity, no number that overflows to infinity, bounded depth.
+
+    Raises :class:`~kag.errors.InvalidInputError` (never ``RecursionError``) with a message that
+    says what was wrong.
+    """
+    if isinstance(text, bytes | bytearray):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidInputError(f"{what} is not valid UTF-8.") from None
+    depth = json_depth(text)
+    if depth > max_depth:
+        raise InvalidInputError(f"{what} nests {depth} levels deep; at most {max_depth} are allowed.")
+
+    def reject_constant(name: str) -> Any:
+        raise ValueError(f"{name} is not valid JSON")
+
+    def finite_float(literal: str) -> float:
+        number = float(literal)
+        if not math.isfinite(number):  # 1e999 parses as inf; JSON has no infinities
+            raise ValueError(f"{literal} is out of range for a JSON number")
+        return number
+
+    try:
+        return json.loads(text, parse_constant=reject_constant, parse_float=finite_float)
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(
+            f"{what} is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})."
+        ) from None
+    except (ValueError, RecursionError) as exc:
+        raise InvalidInputError(f"{what} is not valid JSON ({exc}).") from None

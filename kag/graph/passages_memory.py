@@ -30,7 +30,7 @@ from kag.errors import EmbeddingError, InvalidInputError, StoreFormatError
 from kag.files import atomic_write_json
 from kag.graph.memory import MemoryGraphStore
 from kag.graph.passages import ChunkRecord, DocumentRecord, Mention, PassageRow
-from kag.query.filters import compile_matcher, validate_filter
+from kag.query.filters import SCOPED_FILTER_DEPTH, compile_matcher, validate_filter
 from kag.ranking.bm25 import BM25Index
 from kag.validation import check_k
 
@@ -163,7 +163,7 @@ class MemoryPassageStore:
         self._dirty = False
 
     def _mask(self, where: Mapping[str, Any] | None) -> np.ndarray:
-        validate_filter(where)
+        validate_filter(where, max_depth=SCOPED_FILTER_DEPTH)
         self._build()
         if not where:
             return np.ones(len(self._order), dtype=bool)

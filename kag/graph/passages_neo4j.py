@@ -30,7 +30,7 @@ import numpy as np
 from kag.errors import EmbeddingError, InvalidInputError
 from kag.graph.neo4j import ENTITY, Neo4jGraphStore
 from kag.graph.passages import ChunkRecord, DocumentRecord, Mention, PassageRow, sort_rows
-from kag.query.filters import compile_cypher, flatten_metadata, validate_filter
+from kag.query.filters import SCOPED_FILTER_DEPTH, compile_cypher, flatten_metadata, validate_filter
 from kag.validation import check_k
 
 VECTOR_INDEX = "kag_chunk_embedding"
@@ -245,7 +245,7 @@ class Neo4jPassageStore:
         k = check_k(k, minimum=0)
         if not isinstance(text, str):
             raise InvalidInputError(f"keyword_search() takes str, got {type(text).__name__}.")
-        validate_filter(where)
+        validate_filter(where, max_depth=SCOPED_FILTER_DEPTH)
         lucene = lucene_query(text)
         if k == 0 or not lucene:
             return []

@@ -14,7 +14,6 @@ the first that does not fit is truncated when enough room remains.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ from typing import Any
 
 from kag.errors import InvalidInputError
 from kag.knowledge.hits import Searcher, SearchHit
-from kag.validation import check_k
+from kag.validation import check_k, loads_json
 
 __all__ = ["KnowledgeTool", "LabelledHit", "RenderedContext", "render_context"]
 
@@ -195,10 +194,7 @@ class KnowledgeTool:
             text = where.strip()
             if text in ("", "null", "{}"):
                 return k, None
-            try:
-                where = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise InvalidInputError(f"where is not valid JSON ({exc.msg}); pass a JSON object or null.") from None
+            where = loads_json(text, what="where")
         if where is not None and not isinstance(where, Mapping):
             raise InvalidInputError(f"where must be a JSON object or null, got {type(where).__name__}.")
         return k, dict(where) if where else None

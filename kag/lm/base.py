@@ -10,9 +10,7 @@ Subclasses implement :meth:`BaseLanguageModel._complete` only.
 from __future__ import annotations
 
 import abc
-import json
 import logging
-import math
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -23,6 +21,7 @@ import pydantic
 
 from kag.errors import ConfigError, GenerationError, InvalidInputError, InvalidOutputError
 from kag.lm.jsonschema_check import validate_json_schema
+from kag.validation import loads_json
 
 __all__ = [
     "BaseLanguageModel",
@@ -108,23 +107,10 @@ def parse_json_object(raw: str) -> dict[str, Any]:
     if not text:
         raise ValueError("the answer was empty; expected a JSON object")
 
-    def reject_constant(name: str) -> Any:
-        raise ValueError(f"{name} is not valid JSON")
-
-    def finite_float(literal: str) -> float:
-        number = float(literal)
-        if not math.isfinite(number):  # 1e999 parses as inf; JSON has no infinities
-            raise ValueError(f"{literal} is out of range for a JSON number")
-        return number
-
     try:
-        value = json.loads(text, parse_constant=reject_constant, parse_float=finite_float)
-    except RecursionError:
-        raise ValueError("the answer nests too deeply to be a usable JSON object") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"the answer is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
-    except ValueError as exc:
-        raise ValueError(f"the answer is not valid JSON ({exc})") from None
+        value = loads_json(text, what="the answer")
+    except InvalidInputError as exc:  # a ValueError already; re-raised plain, as the repair loop shows it
+        raise ValueError(str(exc).rstrip(".")) from None
     if not isinstance(value, dict):
         kind = "an array" if isinstance(value, list) else f"a {type(value).__name__}"
         raise ValueError(f"expected a JSON object at the top level, got {kind}")

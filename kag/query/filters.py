@@ -118,7 +118,7 @@ def flatten_metadata(metadata: Mapping[str, Any]) -> dict[str, FlatValue]:
                 continue
             name = f"{prefix}{SEPARATOR}{key}" if prefix else key
             if nested:
-                if depth < 32:
+                if depth < SCOPED_FILTER_DEPTH:
                     walk(name, value, depth + 1)
                 continue
             flat: FlatValue | None
@@ -187,19 +187,27 @@ def _check_value(value: Any, op: str, field: str) -> None:
             raise bad("a string, number, boolean, list of those, or null")
 
 
-def validate_filter(where: Any) -> None:
+MAX_FILTER_DEPTH = 32
+"""How deeply a caller's filter may nest ``$and``/``$or``."""
+SCOPED_FILTER_DEPTH = MAX_FILTER_DEPTH + 1
+"""What the stores accept: a caller's filter of the deepest allowed nesting, inside a configured scope."""
+
+
+def validate_filter(where: Any, *, max_depth: int = MAX_FILTER_DEPTH) -> None:
     """Raise ``InvalidInputError`` if ``where`` is not a well-formed filter.
 
-    ``None`` and ``{}`` are valid (they match everything).
+    ``None`` and ``{}`` are valid (they match everything). Stores validate what they run with
+    ``max_depth=SCOPED_FILTER_DEPTH``: ``Knowledge`` puts a caller's filter, itself checked against
+    ``MAX_FILTER_DEPTH``, inside its scope's ``$and``.
     """
     if where is None:
         return
-    _validate(where, 0)
+    _validate(where, 0, max_depth)
 
 
-def _validate(where: Any, depth: int) -> None:
-    if depth > 32:
-        raise InvalidInputError("filter is nested deeper than 32 levels.")
+def _validate(where: Any, depth: int, max_depth: int = MAX_FILTER_DEPTH) -> None:
+    if depth > max_depth:
+        raise InvalidInputError(f"filter is nested deeper than {max_depth} levels.")
     if not isinstance(where, Mapping):
         raise InvalidInputError(
             f"a filter must be a dict like {{'field': value}}, got {type(where).__name__}. "
@@ -212,7 +220,7 @@ def _validate(where: Any, depth: int) -> None:
             if not isinstance(value, list | tuple) or not value:
                 raise InvalidInputError(f"{key} takes a non-empty list of filters, got {value!r}.")
             for sub in value:
-                _validate(sub, depth + 1)
+                _validate(sub, depth + 1, max_depth)
             continue
         if key.startswith("$"):
             raise InvalidInputError(
@@ -308,7 +316,7 @@ def _holds(prop: Any, op: str, operand: Any) -> bool:
 
 def matches(where: Mapping[str, Any] | None, metadata: Mapping[str, Any]) -> bool:
     """Whether ``metadata`` satisfies ``where`` (validated first; ``None``/``{}`` match all)."""
-    validate_filter(where)
+    validate_filter(where, max_depth=SCOPED_FILTER_DEPTH)
     if not where:
         return True
     return _eval(where, flatten_metadata(metadata))
@@ -331,7 +339,7 @@ def _eval(where: Mapping[str, Any], props: Mapping[str, Any]) -> bool:
 
 def compile_matcher(where: Mapping[str, Any] | None) -> Callable[[Mapping[str, Any]], bool]:
     """Validate once and return ``metadata -> bool`` (for filtering many records)."""
-    validate_filter(where)
+    validate_filter(where, max_depth=SCOPED_FILTER_DEPTH)
     if not where:
         return lambda metadata: True
     checked = where
@@ -428,7 +436,7 @@ def compile_cypher(
     overwritten). ``None``/``{}`` compile to ``true``. Uses Neo4j 5 type
     predicates (``x IS :: STRING``) inside ``CASE`` so no comparison can raise.
     """
-    validate_filter(where)
+    validate_filter(where, max_depth=SCOPED_FILTER_DEPTH)
     for name, what in ((alias, "alias"), (prefix, "parameter prefix")):
         if not isinstance(name, str) or not _SEGMENT.fullmatch(name):
             raise InvalidInputError(

@@ -47,6 +47,7 @@ from kag.query.triplet import triplet_search_schema
 from kag.server.http import Request, Response
 from kag.server.service import MAX_REQUEST_K, Service
 from kag.server.wire import TripletSearchRequest, parse_json_body
+from kag.validation import loads_json
 
 __all__ = ["LATEST_PROTOCOL_VERSION", "SUPPORTED_PROTOCOL_VERSIONS", "MCPServer"]
 
@@ -346,8 +347,8 @@ class MCPServer:
             if not line.strip():
                 continue
             try:
-                message = json.loads(line.decode("utf-8"))
-            except (UnicodeDecodeError, ValueError) as exc:
+                message = loads_json(line, what="the message")
+            except InvalidInputError as exc:  # bad UTF-8, bad JSON, or nested too deeply: answered, not fatal
                 write(_error(None, PARSE_ERROR, f"parse error: {exc}"))
                 continue
             reply = await self.handle_message(message)

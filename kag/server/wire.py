@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Collection
@@ -29,6 +28,7 @@ from kag.query.plan import MAX_HOPS
 from kag.query.triplet import TripletSearch
 from kag.server.http import Request, Response
 from kag.server.service import MAX_REQUEST_K
+from kag.validation import loads_json
 
 logger = logging.getLogger("kag.server")
 
@@ -193,16 +193,7 @@ def parse_json_body(request: Request) -> Any:
     if ctype != "application/json" and not (ctype.startswith("application/") and ctype.endswith("+json")):
         raise HTTPError(415, "UnsupportedMediaType", "send the body as Content-Type: application/json")
 
-    def reject_constant(name: str) -> Any:
-        raise ValueError(f"{name} is not valid JSON")
-
     try:
-        return json.loads(request.body.decode("utf-8"), parse_constant=reject_constant)
-    except UnicodeDecodeError:
-        raise HTTPError(400, "InvalidJSON", "the body is not valid UTF-8") from None
-    except json.JSONDecodeError as exc:
-        raise HTTPError(
-            400, "InvalidJSON", f"the body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-        ) from None
-    except (ValueError, RecursionError) as exc:
-        raise HTTPError(400, "InvalidJSON", f"the body is not valid JSON: {exc}") from None
+        return loads_json(request.body, what="the body")
+    except InvalidInputError as exc:
+        raise HTTPError(400, "InvalidJSON", str(exc)) from None

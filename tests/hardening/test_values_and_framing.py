@@ -97,3 +97,44 @@ def test_a_save_into_a_missing_directory_is_refused(tmp_path: Path) -> None:
     with pytest.raises(kag.errors.StoreError, match="does not exist"):
         atomic_write_json(tmp_path / "absent" / "kb.json", {})
     assert not (tmp_path / "absent").exists()
+
+
+async def test_mcp_stdio_survives_a_line_of_100k_brackets(served: Served) -> None:  # noqa: F811
+    import io
+    import json
+
+    from kag.server.mcp import MCPServer
+
+    call = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {"name": "search_knowledge", "arguments": {"query": "Berlin", "k": 1, "where": "[" * 100_000}},
+    }
+    lines = ["[" * 100_000, json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}), json.dumps(call)]
+    stdin = io.BytesIO(("\n".join(lines) + "\n").encode())
+    stdout = io.BytesIO()
+    await MCPServer(served.service, max_message_bytes=1_000_000).serve_stdio(stdin, stdout)
+    replies = [json.loads(line) for line in stdout.getvalue().decode().splitlines()]
+    assert replies[0]["error"]["code"] == -32700 and "nests" in replies[0]["error"]["message"]
+    assert replies[1]["id"] == 3 and replies[1]["result"]["tools"]  # still serving
+    assert replies[2]["id"] == 7 and replies[2]["result"]["isError"] is True  # a tool error, not a crash
+
+
+async def test_the_tool_refuses_a_deep_where_string_with_a_typed_error() -> None:
+    tool = kag.create_knowledge("memory://").as_tool()
+    with pytest.raises(InvalidInputError, match="nests"):
+        await tool.run("anything", where="[" * 100_000)
+    assert (await tool("anything", where="[" * 100_000)).startswith("Error: where nests")  # what a model sees
+
+
+async def test_a_filter_of_the_deepest_allowed_nesting_works_under_a_scope() -> None:
+    deep: dict[str, object] = {"lang": "en"}
+    for _ in range(32):  # 32 levels of $and: the most a caller may send
+        deep = {"$and": [deep]}
+    doc = kag.Document.from_text("Paris is the capital of France.", source="a.md", metadata={"lang": "en"})
+    scoped = kag.create_knowledge("memory://", sources=[doc], where={"lang": "en"})
+    hits = await scoped.search("Paris capital", where=deep)
+    assert [h.kind for h in hits] == ["passage"]
+    with pytest.raises(InvalidInputError, match="32"):
+        await scoped.search("Paris capital", where={"$and": [deep]})  # one level more is refused
