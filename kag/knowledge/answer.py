@@ -121,6 +121,18 @@ def cited_labels(name: str, output: Any, known: Mapping[str, Any]) -> list[str]:
     return found
 
 
+def unseen_labels(name: str, output: Any, known: Mapping[str, Any]) -> list[str]:
+    """Labels ``name:i`` cited in ``output`` that were never shown to the model, in order."""
+    pattern = re.compile(r"\[?\s*" + re.escape(name) + r"\s*:\s*(\d+)\s*\]?")
+    found: list[str] = []
+    for text in _strings(output):
+        for match in pattern.finditer(text):
+            label = f"{name}:{int(match.group(1))}"
+            if label not in known and label not in found:
+                found.append(label)
+    return found
+
+
 def _citation(label: str, hit: SearchHit) -> Citation:
     return Citation(label=label, source=hit.source, id=hit.id, kind=hit.kind)
 
@@ -165,8 +177,16 @@ async def ask(
         user += "\n\n" + rendered.text
     messages: list[Message] = [{"role": "system", "content": system}, {"role": "user", "content": user}]
     schema: dict[str, Any] | type[pydantic.BaseModel] = answer_model if answer_model is not None else ANSWER_SCHEMA
-    raw = await language_model.generate(messages, schema, schema_name="rag_answer")
     labels = rendered.by_label()
+
+    def cites_only_what_it_saw(output: dict[str, Any]) -> None:
+        # a citation of a result the model never saw is an invented source: send it back to be fixed
+        unseen = unseen_labels(knowledge.name, output, labels)
+        if unseen:
+            shown = ", ".join(f"[{label}]" for label in labels) or "none"
+            raise ValueError(f"it cites {', '.join(f'[{u}]' for u in unseen)}, which were not shown; cite only {shown}")
+
+    raw = await language_model.generate(messages, schema, schema_name="rag_answer", validate=cites_only_what_it_saw)
     cited = cited_labels(knowledge.name, raw, labels)
     output: Any = answer_model.model_validate(raw) if answer_model is not None else raw
     answer = raw.get("answer")

@@ -16,16 +16,23 @@ from tests.knowledge.conftest import KnowledgeFactory, corpus_documents
 async def test_always_retrieves_and_keeps_known_citations(knowledge_factory: KnowledgeFactory) -> None:
     k = await knowledge_factory(name="geo", description="Cities.")
     await k.add(corpus_documents())
-    lm = ScriptedLM([{"answer": "Paris [geo:1], see [geo:3].", "citations": ["[geo:1]", "geo:3", "[geo:99]", "x"]}])
+    lm = ScriptedLM(
+        [
+            {"answer": "Paris [geo:1], see [geo:3].", "citations": ["[geo:1]", "geo:3", "[geo:99]", "x"]},
+            {"answer": "Paris [geo:1], see [geo:3].", "citations": ["[geo:1]", "geo:3", "x"]},
+        ]
+    )
     answer = await k.ask("What is the capital of France?", language_model=lm, mode="always", k=2)
     assert isinstance(answer, RAGAnswer) and str(answer) == "Paris [geo:1], see [geo:3]."
     assert answer.query == "What is the capital of France?"
-    assert [c.label for c in answer.citations] == ["geo:1", "geo:3"]  # geo:99 was never shown
+    assert [c.label for c in answer.citations] == ["geo:1", "geo:3"]
+    # geo:99 was never shown: the answer citing it went back to the model once, with the reason
+    assert len(lm.calls) == 2 and "[geo:99], which were not shown" in lm.calls[1]["messages"][-1]["content"]
     first, third = answer.citations
     assert first == Citation("geo:1", "graph", answer.labels["geo:1"].id, "fact")
     assert third.kind == "passage" and third.source == "paris.md" and third.id.startswith("chk_")
     assert [h.kind for h in answer.hits] == ["fact", "fact", "passage", "passage"]
-    (call,) = lm.calls
+    call = lm.calls[0]
     system, user = call["messages"]
     assert system["role"] == "system" and "untrusted" in system["content"] and "geo" in system["content"]
     assert "Cities." in system["content"]
@@ -95,3 +102,14 @@ def test_cited_labels() -> None:
     known = {"kb:1": 1, "kb:2": 2}
     assert cited_labels("kb", {"a": ["[kb:2] and kb:1", {"b": "[ kb : 1 ]"}], "n": 3}, known) == ["kb:2", "kb:1"]
     assert cited_labels("kb", "kb:3 [other:1]", known) == []
+
+
+async def test_an_answer_that_keeps_citing_unseen_results_fails(knowledge_factory: KnowledgeFactory) -> None:
+    from kag.errors import GenerationError
+
+    k = await knowledge_factory(name="geo")
+    await k.add(corpus_documents())
+    invented = {"answer": "Paris [geo:42].", "citations": ["geo:42"]}
+    lm = ScriptedLM([invented, invented, invented])
+    with pytest.raises(GenerationError, match="geo:42"):
+        await k.ask("What is the capital of France?", language_model=lm, k=2)
