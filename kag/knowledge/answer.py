@@ -25,7 +25,7 @@ import pydantic
 
 from kag.errors import InvalidInputError, KnowledgeNotFoundError
 from kag.knowledge.hits import Searcher, SearchHit
-from kag.knowledge.html import esc, scored_table
+from kag.knowledge.html import rag_answer_html
 from kag.knowledge.tool import RenderedContext, render_context
 
 if TYPE_CHECKING:
@@ -89,14 +89,7 @@ class RAGAnswer:
         return self.text
 
     def _repr_html_(self) -> str:
-        cited = {c.label for c in self.citations}
-        rows = [
-            ((label, hit.kind, hit.source, hit.text[:200], "cited" if label in cited else ""), hit.score)
-            for label, hit in self.labels.items()
-        ]
-        return f"<p><b>Q:</b> {esc(self.query)}<br><b>A:</b> {esc(self.text)}</p>" + scored_table(
-            ["label", "kind", "source", "text", ""], rows, caption=f"{len(self.citations)} citations"
-        )
+        return rag_answer_html(self)
 
 
 def _strings(value: Any) -> list[str]:

@@ -399,7 +399,7 @@ class KnowledgeBase:
         if neighborhood is None:
             raise ConfigError(f"{type(self.store).__name__} cannot list neighborhoods.")
         nodes, edges = await neighborhood(ids, depth=depth, limit=limit)
-        view = SubgraphView(max_nodes=limit)
+        view = SubgraphView(max_nodes=limit, focus=ids[0] if ids else None)
         for node_id, props in nodes.items():
             entity = self._entity(props)
             view.nodes[node_id] = (entity.label, entity.search_text())

@@ -1,19 +1,25 @@
-"""HTML views for Jupyter: hits, triplets and a small subgraph drawn as inline SVG.
+"""HTML views for Jupyter: tables of hits and triplets, a grounded answer, and a subgraph drawn as inline SVG.
 
 Everything shown comes from stored data or model output, so every string is
 escaped; no scripts, no external assets (notebooks stay offline and safe).
+The subgraph drawing lives in :mod:`kag.knowledge.subgraph_svg`.
 """
 
 from __future__ import annotations
 
 import html
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from kag.errors import InvalidInputError
+from kag.knowledge.subgraph_svg import SubgraphView
+
+__all__ = ["SubgraphView", "esc", "rag_answer_html", "score_bar", "scored_table", "table"]
 
 _STYLE = "border-collapse:collapse;font-family:system-ui,sans-serif;font-size:13px;"
 _CELL = "border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top"
+_CAPTION = '<caption style="text-align:left;font-weight:600;padding:2px 0">{}</caption>'
 
 
 def esc(value: Any) -> str:
@@ -21,16 +27,45 @@ def esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], caption: str | None = None) -> str:
-    """A small escaped HTML table."""
+def _caption(count: int, noun: tuple[str, str] | None, caption: str | None) -> str:
+    # a counted caption is computed from the rows drawn, so it cannot disagree with them
+    parts = [f"{count} {noun[0] if count == 1 else noun[1]}"] if noun else []
+    parts += [caption] if caption else []
+    return _CAPTION.format(esc(" \u00b7 ".join(parts))) if parts else ""
+
+
+def _check_width(headers: Sequence[str], cells: Sequence[Any]) -> None:
+    if len(cells) != len(headers):
+        raise InvalidInputError(
+            f"a table row has {len(cells)} cells for {len(headers)} headers ({list(headers)}); "
+            "give one header per column."
+        )
+
+
+def table(
+    headers: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    caption: str | None = None,
+    *,
+    noun: tuple[str, str] | None = None,
+) -> str:
+    """A small escaped HTML table.
+
+    ``noun`` (singular, plural) prefixes the caption with the number of rows
+    drawn, e.g. ``("citation", "citations")`` gives "3 citations".
+    """
+    rows = list(rows)
+    for row in rows:
+        _check_width(headers, row)
     head = "".join(f'<th style="{_CELL};background:#f5f5f5">{esc(h)}</th>' for h in headers)
     body = "".join("<tr>" + "".join(f'<td style="{_CELL}">{esc(c)}</td>' for c in row) + "</tr>" for row in rows)
-    cap = f'<caption style="text-align:left;font-weight:600">{esc(caption)}</caption>' if caption else ""
-    return f'<table style="{_STYLE}">{cap}<tr>{head}</tr>{body}</table>'
+    return f'<table style="{_STYLE}">{_caption(len(rows), noun, caption)}<tr>{head}</tr>{body}</table>'
 
 
 def score_bar(score: float) -> str:
-    """A score as text plus a proportional bar (escaped number, fixed markup)."""
+    """A score as text plus a proportional bar (escaped number, fixed markup); "-" when not a number."""
+    if not math.isfinite(score):
+        return "\u2013"
     width = max(0, min(100, round(score * 100)))
     return (
         f'{score:.3f} <span style="display:inline-block;width:60px;height:8px;background:#eee">'
@@ -39,9 +74,16 @@ def score_bar(score: float) -> str:
 
 
 def scored_table(
-    headers: Sequence[str], rows: Iterable[tuple[Sequence[Any], float]], caption: str | None = None
+    headers: Sequence[str],
+    rows: Iterable[tuple[Sequence[Any], float]],
+    caption: str | None = None,
+    *,
+    noun: tuple[str, str] | None = None,
 ) -> str:
-    """Like :func:`table`, with a final score column drawn as a bar."""
+    """Like :func:`table`, with a final ``score`` column drawn as a bar."""
+    rows = list(rows)
+    for cells, _ in rows:
+        _check_width(headers, cells)
     head = "".join(f'<th style="{_CELL};background:#f5f5f5">{esc(h)}</th>' for h in (*headers, "score"))
     body = "".join(
         "<tr>"
@@ -49,60 +91,75 @@ def scored_table(
         + f'<td style="{_CELL}">{score_bar(score)}</td></tr>'
         for cells, score in rows
     )
-    cap = f'<caption style="text-align:left;font-weight:600">{esc(caption)}</caption>' if caption else ""
-    return f'<table style="{_STYLE}">{cap}<tr>{head}</tr>{body}</table>'
+    return f'<table style="{_STYLE}">{_caption(len(rows), noun, caption)}<tr>{head}</tr>{body}</table>'
 
 
-_PALETTE = ("#4a90d9", "#e67e22", "#27ae60", "#8e44ad", "#c0392b", "#16a085", "#7f8c8d", "#d35400")
+class HitLike(Protocol):
+    """What :func:`rag_answer_html` reads from a search hit (``SearchHit`` fits)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def score(self) -> float: ...
 
 
-@dataclass
-class SubgraphView:
-    """A small graph (nodes with labels, directed typed edges) that draws itself as SVG."""
+class CitationLike(Protocol):
+    """What :func:`rag_answer_html` reads from a citation (``Citation`` fits)."""
 
-    nodes: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (label, name)
-    edges: list[tuple[str, str, str]] = field(default_factory=list)  # (start, end, type)
-    max_nodes: int = 60
+    @property
+    def label(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def source(self) -> str: ...
 
-    def _repr_html_(self) -> str:
-        return self.svg()
 
-    def svg(self, size: int = 420) -> str:
-        """Circular layout; nodes coloured by label; at most ``max_nodes`` nodes drawn."""
-        ids = list(self.nodes)[: self.max_nodes]
-        if not ids:
-            return "<em>empty subgraph</em>"
-        pos = {}
-        radius = size / 2 - 60
-        for i, node_id in enumerate(ids):
-            angle = 2 * math.pi * i / len(ids)
-            pos[node_id] = (size / 2 + radius * math.cos(angle), size / 2 + radius * math.sin(angle))
-        labels = sorted({self.nodes[i][0] for i in ids})
-        colour = {label: _PALETTE[j % len(_PALETTE)] for j, label in enumerate(labels)}
-        parts = [
-            f'<svg xmlns="http://www.w3.org/2000/svg" width="{size}" height="{size}" '
-            f'viewBox="0 0 {size} {size}" style="font-family:system-ui,sans-serif;font-size:11px">',
-            '<defs><marker id="kag-arrow" viewBox="0 0 10 10" refX="18" refY="5" markerWidth="6" '
-            'markerHeight="6" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#999"/></marker></defs>',
-        ]
-        for start, end, kind in self.edges:
-            if start in pos and end in pos:
-                (x1, y1), (x2, y2) = pos[start], pos[end]
-                parts.append(
-                    f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="#999" '
-                    'marker-end="url(#kag-arrow)"/>'
-                    f'<text x="{(x1 + x2) / 2:.1f}" y="{(y1 + y2) / 2:.1f}" fill="#666">{esc(kind)}</text>'
-                )
-        for node_id in ids:
-            label, name = self.nodes[node_id]
-            x, y = pos[node_id]
-            parts.append(
-                f'<circle cx="{x:.1f}" cy="{y:.1f}" r="9" fill="{colour[label]}"><title>{esc(label)}: '
-                f"{esc(name)}</title></circle>"
-                f'<text x="{x + 11:.1f}" y="{y + 4:.1f}">{esc(name)}</text>'
+class AnswerLike(Protocol):
+    """What :func:`rag_answer_html` reads from an answer (``RAGAnswer`` fits; typed here to avoid an import cycle)."""
+
+    @property
+    def query(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def citations(self) -> Sequence[CitationLike]: ...
+    @property
+    def labels(self) -> Mapping[str, HitLike]: ...
+
+
+def rag_answer_html(answer: AnswerLike, text_chars: int = 200) -> str:
+    """A grounded answer: question, answer, the citations it makes, and (folded) every result it was shown.
+
+    Each table's caption counts the rows of that table, and every column has a
+    header. Texts are cut at ``text_chars`` characters.
+    """
+    head = f"<p><b>Q:</b> {esc(answer.query)}<br><b>A:</b> {esc(answer.text)}</p>"
+    cited_rows: list[tuple[Sequence[Any], float]] = []
+    for citation in answer.citations:
+        hit = answer.labels.get(citation.label)
+        cited_rows.append(
+            (
+                (citation.label, citation.kind, citation.source, hit.text[:text_chars] if hit else ""),
+                hit.score if hit else math.nan,
             )
-        legend = " ".join(
-            f'<tspan fill="{colour[label]}">\u25cf</tspan><tspan> {esc(label)}  </tspan>' for label in labels
         )
-        parts.append(f'<text x="6" y="{size - 8}">{legend}</text></svg>')
-        return "".join(parts)
+    cited = (
+        scored_table(["label", "kind", "source", "text"], cited_rows, noun=("citation", "citations"))
+        if cited_rows
+        else "<p><em>0 citations</em></p>"
+    )
+    if not answer.labels:
+        return head + cited
+    cited_labels = {c.label for c in answer.citations}
+    shown_rows = [
+        ((label, hit.kind, hit.source, hit.text[:text_chars], "yes" if label in cited_labels else ""), hit.score)
+        for label, hit in answer.labels.items()
+    ]
+    n = len(shown_rows)
+    shown = scored_table(["label", "kind", "source", "text", "cited"], shown_rows, noun=("result", "results"))
+    summary = f"{n} {'result' if n == 1 else 'results'} shown to the model"
+    return head + cited + f'<details style="margin-top:6px"><summary>{esc(summary)}</summary>{shown}</details>'
