@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kag.lm.lexical.text import _ARROW, _FACT_TAIL, _SECTION, _YES_NO, stem, words
+from kag.ranking.linking import name_key
 
 # -- answering from the rendered context -------------------------------------------------
 
@@ -62,6 +64,27 @@ def _parse_fact(line: str) -> _Fact | None:
     return None
 
 
+def _searched_names(sections: dict[str, list[str]]) -> set[str]:
+    """Name keys of the similarity texts of the search in the prompt (the question's entities, as linked).
+
+    The question may spell a name differently ("Naiorbi", "Deutschland"); the search that was run
+    names the entity as the graph does, so its texts say which fact nodes the question meant.
+    """
+    raw = " ".join(sections.get("search", []))
+    try:
+        search = json.loads(raw) if raw.startswith("{") else None
+    except ValueError:
+        return set()
+    hops = search.get("hops", [search]) if isinstance(search, dict) else []
+    texts = [
+        hop.get(side)
+        for hop in hops
+        if isinstance(hop, dict)
+        for side in ("subject_similarity_search", "object_similarity_search")
+    ]
+    return {name_key(t) for t in texts if isinstance(t, str) and t.strip() and t != "*"}
+
+
 def _contains(tokens: list[str], name: str) -> bool:
     key = words(name)
     n = len(key)
@@ -89,6 +112,11 @@ def _compose(prompt: str) -> _Answer:
         if re.fullmatch(r"-?\d+", line):
             count = int(line)
     tokens = words(question)
+    searched = _searched_names(sections)
+
+    def named(name: str) -> bool:
+        return _contains(tokens, name) or name_key(name) in searched
+
     source = f"top fact: {facts[0].text}" if facts else ""
 
     if count is not None:
@@ -111,7 +139,7 @@ def _compose(prompt: str) -> _Answer:
     # a property question ("What is the population of Tokyo?")
     for fact in facts:
         for name, props in fact.props.items():
-            if not _contains(tokens, name):
+            if not named(name):
                 continue
             for prop, value in props.items():
                 if prop in tokens or stem(prop) in {stem(t) for t in tokens}:
@@ -124,7 +152,7 @@ def _compose(prompt: str) -> _Answer:
                     )
     names: list[str] = []
     for fact in facts:
-        mentioned = [i for i, n in enumerate(fact.nodes) if _contains(tokens, n)]
+        mentioned = [i for i, n in enumerate(fact.nodes) if named(n)]
         if mentioned:
             far = max(range(len(fact.nodes)), key=lambda i: (min(abs(i - m) for m in mentioned), -i))
             pick = None if far in mentioned else fact.nodes[far]
