@@ -16,7 +16,10 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e .
 	touch $@
 
-$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+# llama-cpp-python has no wheel for this platform on the registry: build it once (about 5-6 min on
+# 2 cores) into ~/.cache/kag-wheels, reuse it after; then pip finds it installed
+$(VENV)/.installed-dev: pyproject.toml scripts/llama_wheel.sh | $(BIN)/python
+	bash scripts/llama_wheel.sh $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $@ $(VENV)/.installed
 

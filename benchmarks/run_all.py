@@ -13,11 +13,19 @@ import os
 import time
 from pathlib import Path
 
-from benchmarks import bench_bm25, bench_ingest, bench_memory, bench_triplet, bench_vector
+from benchmarks import (
+    bench_bm25,
+    bench_embedders,
+    bench_ingest,
+    bench_local_lm,
+    bench_memory,
+    bench_triplet,
+    bench_vector,
+)
 from benchmarks.common import Report, format_table, log, machine, neo4j_server_version, neo4j_settings
 
 RESULTS = Path(__file__).resolve().parent / "results.md"
-NAMES = ("bm25", "vector", "memory", "triplet", "ingest")
+NAMES = ("bm25", "vector", "memory", "triplet", "ingest", "embedders", "local_lm")
 
 
 def load() -> str:
@@ -51,10 +59,12 @@ def main() -> None:
             report = asyncio.run(bench_vector.run())
         elif name == "memory":
             report = asyncio.run(bench_memory.run(args.memory_edges))
+        elif name == "embedders":
+            report = asyncio.run(bench_embedders.run())
+        elif name == "local_lm":
+            report = asyncio.run(bench_local_lm.run())
         elif name == "triplet":
-            report = asyncio.run(
-                bench_triplet.run(settings, args.memory_edges, args.neo4j_edges, args.build_budget)
-            )
+            report = asyncio.run(bench_triplet.run(settings, args.memory_edges, args.neo4j_edges, args.build_budget))
         else:
             if settings is None:
                 report = Report("Bulk ingest into Neo4j", notes=["skipped: no NEO4J_URI"])

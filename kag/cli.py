@@ -6,8 +6,8 @@ Every command that works on a knowledge base takes ``--kb URI`` (``memory://``,
 ``package.module`` with ``ENTITY_MODELS``/``RELATION_MODELS``; default the
 world-geography models of :mod:`kag.examples.world`). Neo4j credentials come
 from ``NEO4J_USERNAME`` / ``NEO4J_PASSWORD`` / ``NEO4J_DATABASE``. ``--lm`` is
-``lexical`` (offline, default), ``openai:MODEL[@BASE_URL]`` (key in
-``$OPENAI_API_KEY``) or ``ollama:MODEL[@BASE_URL]``.
+``lexical`` (offline, default), ``local`` (the packaged GGUF model), ``llama:PATH.gguf``,
+``openai:MODEL[@BASE_URL]`` (key in ``$OPENAI_API_KEY``) or ``ollama:MODEL[@BASE_URL]``.
 
 Exit codes: 0 ok; 1 runtime failure (``error: <message>`` on stderr, no
 traceback); 2 usage error (bad arguments, ``--schema``, ``--kb``, label).
@@ -450,6 +450,9 @@ async def _serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
         await _prepare(service, args, err)
         await service.knowledge.ready()
+        load = getattr(service.language_model, "load", None)
+        if load is not None:  # a local model file that is missing or corrupt fails now, not at the first request
+            await load()
         stop = _stop_event()
         if args.mcp_stdio:
             print(f"kag: MCP on stdio for {service.kb.uri} (tool search_{args.name})", file=err)

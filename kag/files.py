@@ -10,6 +10,7 @@ by the next save once they are a minute old.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import tempfile
@@ -76,3 +77,12 @@ def atomic_write_json(target: Path, document: Any) -> Path:
     except ValueError as exc:
         raise StoreError(f"cannot save {target}: {exc} (a stored value is NaN or infinite).") from exc
     return atomic_write_bytes(target, data)
+
+
+def sha256_file(path: Path, *, chunk_size: int = 1 << 20) -> str:
+    """The hex sha256 of a file, read in chunks (a 100 MB model takes about 0.3 s)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(chunk_size):
+            digest.update(block)
+    return digest.hexdigest()

@@ -14,6 +14,7 @@ from kag.errors import ConfigError
 from kag.lm.base import BaseLanguageModel, LanguageModel, Message
 from kag.lm.jsonschema_check import check_json_schema, validate_json_schema
 from kag.lm.lexical import LexicalLM
+from kag.lm.llamacpp import LlamaCppLM
 from kag.lm.ollama import OllamaLM
 from kag.lm.openai import OpenAICompatibleLM
 from kag.lm.scripted import ScriptedLM
@@ -22,6 +23,7 @@ __all__ = [
     "BaseLanguageModel",
     "LanguageModel",
     "LexicalLM",
+    "LlamaCppLM",
     "Message",
     "OllamaLM",
     "OpenAICompatibleLM",
@@ -57,6 +59,8 @@ def language_model_from_config(config: Mapping[str, Any]) -> LanguageModel:
         cls = OpenAICompatibleLM
     elif kind == "ollama":
         cls = OllamaLM
+    elif kind == "llama":
+        return LlamaCppLM.from_config(config)
     elif kind == "lexical":
         raise ConfigError(
             "A LexicalLM matches names in a knowledge base: rebuild it with "
@@ -69,7 +73,7 @@ def language_model_from_config(config: Mapping[str, Any]) -> LanguageModel:
         )
     else:
         raise ConfigError(
-            f"Unknown language model type {kind!r} in config; use 'openai' or 'ollama'."
+            f"Unknown language model type {kind!r} in config; use 'openai', 'ollama' or 'llama'."
         )
     for key, advice in _SECRETS.items():
         if key in params:

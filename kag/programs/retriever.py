@@ -34,6 +34,7 @@ from kag.programs.prompts import (
 )
 from kag.query.plan import MAX_HOPS, plan_triplet_search
 from kag.query.triplet import triplet_chain_schema, triplet_search_schema
+from kag.query.typed_search import typed_triplet_chain_schema, typed_triplet_search_schema
 from kag.validation import check_k, check_threshold
 
 __all__ = ["Fact", "KnowledgeRetriever"]
@@ -111,11 +112,15 @@ class KnowledgeRetriever(Module):
         self.prompt_template = prompt_template
         self.instructions = instructions
         self._template = compile_template(prompt_template if prompt_template is not None else DEFAULT_INPUT_TEMPLATE)
-        self.search_schema = (
-            triplet_chain_schema(self.graph_schema, max_hops)
-            if max_hops > 1
-            else triplet_search_schema(self.graph_schema)
-        )
+        # a model that samples under a grammar gets the endpoint-typed schema: every search it can
+        # write is then plannable (HTTP models keep the plain one: OpenAI strict mode refuses a root union)
+        typed = bool(getattr(language_model, "constrained_decoding", False))
+        if max_hops > 1:
+            chain = typed_triplet_chain_schema if typed else triplet_chain_schema
+            self.search_schema = chain(self.graph_schema, max_hops)
+        else:
+            single = typed_triplet_search_schema if typed else triplet_search_schema
+            self.search_schema = single(self.graph_schema)
         self._output_models: dict[tuple[type[BaseModel], ...], type[BaseModel]] = {}
 
     def _check_subset(self, kb_schema: GraphSchema) -> None:

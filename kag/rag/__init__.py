@@ -1,12 +1,15 @@
 """Retrieval-augmented generation building blocks: loaders, splitting, embedding, ranking, filters."""
 
 from kag.query.filters import compile_cypher, compile_matcher, flatten_metadata, matches, validate_filter
+from kag.rag.combined_embedder import CombinedEmbedder
 from kag.rag.embedders import CallableEmbedder, Embedder, HashEmbedder
 from kag.rag.evaluation import recall_at_k, reciprocal_rank
 from kag.rag.loaders import AutoLoader, LoadFailure, LoadResult
+from kag.rag.onnx_embedder import OnnxEmbedder
 from kag.rag.openai_embedder import OpenAIEmbedder
 from kag.rag.splitter import RecursiveCharacterSplitter
 from kag.rag.urlsafety import fetch_url, validate_url
+from kag.rag.wordllama_embedder import WordLlamaEmbedder
 from kag.ranking.bm25 import BM25Index
 from kag.ranking.fusion import hybrid_scores, mmr, score_threshold, sort_results
 
@@ -14,12 +17,15 @@ __all__ = [
     "AutoLoader",
     "BM25Index",
     "CallableEmbedder",
+    "CombinedEmbedder",
     "Embedder",
     "HashEmbedder",
     "LoadFailure",
     "LoadResult",
+    "OnnxEmbedder",
     "OpenAIEmbedder",
     "RecursiveCharacterSplitter",
+    "WordLlamaEmbedder",
     "compile_cypher",
     "compile_matcher",
     "fetch_url",

@@ -200,25 +200,33 @@ def backend_name(kb: KnowledgeBase) -> str:
 class LMSpec:
     """A parsed ``--lm`` value."""
 
-    kind: str  # "lexical", "openai" or "ollama"
+    kind: str  # "lexical", "openai", "ollama", "local" (the packaged GGUF) or "llama" (a GGUF file)
     model: str = ""
     base_url: str | None = None
 
     def __str__(self) -> str:
-        if self.kind == "lexical":
-            return "lexical"
+        if self.kind in ("lexical", "local"):
+            return self.kind
+        if self.kind == "llama":
+            return f"llama:{self.model}"
         return f"{self.kind}:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
 
 
 def parse_lm_spec(spec: str | None) -> LMSpec:
-    """Parse ``lexical`` (default), ``openai:MODEL[@BASE_URL]`` or ``ollama:MODEL[@BASE_URL]``."""
+    """Parse ``lexical`` (default), ``local``, ``llama:PATH.gguf``, ``openai:MODEL[@BASE_URL]`` or
+    ``ollama:MODEL[@BASE_URL]``."""
     text = (spec or "lexical").strip()
-    if text == "lexical":
-        return LMSpec("lexical")
+    if text in ("lexical", "local"):
+        return LMSpec(text)
     kind, sep, rest = text.partition(":")
+    if kind == "llama" and sep:
+        if not rest.strip():
+            raise UsageError(f"--lm {spec!r}: give the model file, e.g. llama:/models/qwen2.5-1.5b-instruct.gguf.")
+        return LMSpec("llama", rest.strip())
     if not sep or kind not in ("openai", "ollama"):
         raise UsageError(
-            f"--lm must be 'lexical', 'openai:MODEL[@BASE_URL]' or 'ollama:MODEL[@BASE_URL]'; got {spec!r}."
+            "--lm must be 'lexical', 'local', 'llama:PATH.gguf', 'openai:MODEL[@BASE_URL]' or "
+            f"'ollama:MODEL[@BASE_URL]'; got {spec!r}."
         )
     model, at, base_url = rest.partition("@")
     if not model.strip():
@@ -239,6 +247,10 @@ def build_language_model(spec: LMSpec | str | None, kb: KnowledgeBase) -> Langua
             from kag.lm.lexical import LexicalLM
 
             return LexicalLM(knowledge_base=kb)
+        if parsed.kind in ("local", "llama"):
+            from kag.lm.llamacpp import LlamaCppLM
+
+            return LlamaCppLM.from_spec(str(parsed))
         if parsed.kind == "openai":
             from kag.lm.openai import OpenAICompatibleLM
 

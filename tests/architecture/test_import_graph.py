@@ -20,7 +20,7 @@ PACKAGE = ROOT / "kag"
 # package (without cycles). Peers in one layer never import each other.
 LAYERS: list[tuple[str, ...]] = [
     ("kag.errors",),
-    ("kag.text", "kag.validation", "kag.files", "kag._sync", "kag.version"),
+    ("kag.text", "kag.validation", "kag.files", "kag.runtime", "kag._sync", "kag.version"),
     ("kag.datamodels",),
     ("kag.query", "kag.ranking"),
     ("kag.graph", "kag.rag", "kag.lm"),

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from kag.errors import UsageError
 from kag.examples import seed, world
 from kag.lm.lexical import LexicalLM
 from kag.lm.ollama import OllamaLM
 from kag.lm.openai import OpenAICompatibleLM
-from kag.errors import UsageError
 from kag.server.service import Service, redact_params
 from kag.server.specs import LMSpec, build_language_model, check_kb_uri, load_schema, parse_lm_spec, public_uri
 
