@@ -168,3 +168,11 @@ def test_float32_rounding_decides_the_threshold_like_neo4j() -> None:
     index = NameIndex([("a", "X", ["zzz"])])
     scores = link("q", ["X"], {"a": float(np.float32(0.7))}, index, LinkSettings(fuzzy=False))
     assert scores["a"] == float(np.float32(0.7))
+
+
+@pytest.mark.parametrize(
+    ("written", "plain"),
+    [("Wrocław", "Wroclaw"), ("Øresund", "Oresund"), ("Đà Nẵng", "Da Nang"), ("Æbeltoft", "Aebeltoft")],
+)
+def test_letters_unicode_does_not_decompose_are_folded(written: str, plain: str) -> None:
+    assert name_key(written) == name_key(plain)
