@@ -33,33 +33,9 @@ import numpy as np
 from benchmarks.common import Report, Result, log
 from kag.rag.combined_embedder import CombinedEmbedder
 from kag.rag.embedders import Embedder, HashEmbedder
+from tests.rag.test_retrieval_quality import QUESTIONS
 
-KEYWORD_QUESTIONS: dict[str, set[str]] = {  # the set of tests/rag/test_retrieval_quality.py
-    "how do I catch exceptions with try": {"try"},
-    "what does the finally clause do": {"try"},
-    "how to raise an exception": {"raise"},
-    "with statement and context managers __enter__ __exit__": {"with", "context-managers"},
-    "how does a for loop iterate over a sequence": {"for"},
-    "while loop with break and continue": {"while", "break", "continue"},
-    "define a function with default parameter values": {"function"},
-    "class definition and inheritance from base classes": {"class"},
-    "lambda anonymous function expression": {"lambda"},
-    "import a module from a package": {"import"},
-    "global and nonlocal variable declarations": {"global", "nonlocal"},
-    "yield in a generator function": {"yield"},
-    "await a coroutine in an async function": {"await", "async"},
-    "format string syntax and format specification mini-language": {"formatstrings"},
-    "string methods like split join and strip": {"string-methods"},
-    "dictionary methods keys values items": {"typesmapping"},
-    "list methods append extend sort": {"typesseq-mutable"},
-    "slicing a sequence with start stop step": {"slicings"},
-    "operator precedence table": {"operator-summary"},
-    "comparison operators and chained comparisons": {"comparisons"},
-    "assert statement for debugging": {"assert"},
-    "delete a name or list item with del": {"del"},
-    "truth value testing of objects": {"truth"},
-    "integer literals in hex octal and binary": {"integers"},
-}
+KEYWORD_QUESTIONS = QUESTIONS  # the same 24 questions the retrieval-quality test measures
 
 NATURAL_QUESTIONS: dict[str, set[str]] = {  # phrased as a user would, few shared keywords
     "how does the with statement work": {"with", "context-managers"},
