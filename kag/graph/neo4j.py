@@ -17,7 +17,7 @@ import logging
 import os
 import random
 import time
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -40,6 +40,7 @@ from kag.query.plan import QueryPlan
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
+READ_ONLY_CACHE_SIZE = 512  # query texts remembered as read-only
 SLOW_QUERY_SECONDS = 1.0  # statements at least this slow are logged at WARNING
 ENTITY = "KagEntity"  # shared label of entity nodes: one id index for lookups and endpoints
 _RETRYABLE = (nx.ServiceUnavailable, nx.SessionExpired, nx.TransientError, OSError)
@@ -89,7 +90,8 @@ class Neo4jGraphStore:
         self._driver: Any = driver
         self._entity_labels: tuple[str, ...] = ()
         self._relation_labels: tuple[str, ...] = ()
-        self._read_only: set[str] = set()  # query texts EXPLAIN has proven read-only
+        # query texts EXPLAIN has proven read-only, least recently used first (bounded: texts vary)
+        self._read_only: OrderedDict[str, None] = OrderedDict()
 
     # -- connection -----------------------------------------------------------
     @property
@@ -296,13 +298,16 @@ class Neo4jGraphStore:
     async def assert_read_only(self, query: str, params: dict[str, Any]) -> None:
         """Refuse ``query`` unless ``EXPLAIN`` reports it read-only (cached per text)."""
         if query in self._read_only:
+            self._read_only.move_to_end(query)
             return
         res = await self.run("EXPLAIN " + query, params, write=False, what="checking a query plan")
         if res.summary.query_type != "r":
             raise UnsafeQueryError(
                 f"refused to run a query Neo4j classifies as {res.summary.query_type!r}, not read-only: {query[:200]}"
             )
-        self._read_only.add(query)
+        self._read_only[query] = None
+        while len(self._read_only) > READ_ONLY_CACHE_SIZE:
+            self._read_only.popitem(last=False)
 
     async def execute(self, plan: QueryPlan) -> PlanResult:
         compiled = compile_plan(plan)

@@ -47,9 +47,7 @@ COMBINATORS = ("$and", "$or")
 
 _SEGMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 _INT64 = (-(2**63), 2**63 - 1)
-_SUPPORTED = (
-    f"supported operators: {', '.join(OPERATORS)}; combinators: {', '.join(COMBINATORS)}"
-)
+_SUPPORTED = f"supported operators: {', '.join(OPERATORS)}; combinators: {', '.join(COMBINATORS)}"
 _CYPHER_OPS = {"$eq": "=", "$ne": "<>", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 
 Primitive = str | int | float | bool
@@ -86,8 +84,7 @@ def _flat_list(values: list[Any]) -> FlatValue | None:
     if not values:
         return None  # an empty list cannot be typed as a property array; treat as absent
     if all(_storable_primitive(v) for v in values):
-        kinds = {bool if isinstance(v, bool) else str if isinstance(v, str) else float
-                 for v in values}
+        kinds = {bool if isinstance(v, bool) else str if isinstance(v, str) else float for v in values}
         if len(kinds) == 1:
             if kinds == {float}:
                 if all(isinstance(v, int) for v in values):
@@ -161,9 +158,7 @@ def _split_field(field: str) -> list[str]:
 
 def _check_value(value: Any, op: str, field: str) -> None:
     def bad(expected: str) -> InvalidInputError:
-        return InvalidInputError(
-            f"filter {field!r}: {op} expects {expected}, got {value!r}. {_SUPPORTED}."
-        )
+        return InvalidInputError(f"filter {field!r}: {op} expects {expected}, got {value!r}. {_SUPPORTED}.")
 
     if op == "$exists":
         if not isinstance(value, bool):
@@ -171,6 +166,8 @@ def _check_value(value: Any, op: str, field: str) -> None:
     elif op in ("$in", "$nin"):
         if not isinstance(value, list | tuple) or not all(_storable_primitive(v) for v in value):
             raise bad("a list of strings, numbers or booleans")
+        if len(value) > MAX_LIST_VALUES:
+            raise bad(f"at most {MAX_LIST_VALUES} values")
     elif op in ("$gt", "$gte", "$lt", "$lte"):
         if isinstance(value, bool) or not _storable_primitive(value):
             raise bad("a number or a string")
@@ -183,6 +180,8 @@ def _check_value(value: Any, op: str, field: str) -> None:
         if isinstance(value, list | tuple):
             if not value or not all(_storable_primitive(v) for v in value):
                 raise bad("a primitive or a non-empty list of primitives")
+            if len(value) > MAX_LIST_VALUES:
+                raise bad(f"at most {MAX_LIST_VALUES} values")
         elif not _storable_primitive(value):
             raise bad("a string, number, boolean, list of those, or null")
 
@@ -191,6 +190,12 @@ MAX_FILTER_DEPTH = 32
 """How deeply a caller's filter may nest ``$and``/``$or``."""
 SCOPED_FILTER_DEPTH = MAX_FILTER_DEPTH + 1
 """What the stores accept: a caller's filter of the deepest allowed nesting, inside a configured scope."""
+
+
+MAX_FILTER_CONDITIONS = 128
+"""How many field conditions and ``$and``/``$or`` branches one filter may hold in all."""
+MAX_LIST_VALUES = 1024
+"""How many values one ``$in``/``$nin``/list operand may hold."""
 
 
 def validate_filter(where: Any, *, max_depth: int = MAX_FILTER_DEPTH) -> None:
@@ -202,16 +207,23 @@ def validate_filter(where: Any, *, max_depth: int = MAX_FILTER_DEPTH) -> None:
     """
     if where is None:
         return
-    _validate(where, 0, max_depth)
+    _validate(where, 0, max_depth, [0])
 
 
-def _validate(where: Any, depth: int, max_depth: int = MAX_FILTER_DEPTH) -> None:
+def _count(budget: list[int], limit: int = MAX_FILTER_CONDITIONS) -> None:
+    # filters are evaluated per chunk on memory and planned by Neo4j: their size must be bounded
+    budget[0] += 1
+    if budget[0] > limit:
+        raise InvalidInputError(f"filter has more than {limit} conditions and branches; split the query or use $in.")
+
+
+def _validate(where: Any, depth: int, max_depth: int = MAX_FILTER_DEPTH, budget: list[int] | None = None) -> None:
+    budget = [0] if budget is None else budget
     if depth > max_depth:
         raise InvalidInputError(f"filter is nested deeper than {max_depth} levels.")
     if not isinstance(where, Mapping):
         raise InvalidInputError(
-            f"a filter must be a dict like {{'field': value}}, got {type(where).__name__}. "
-            f"{_SUPPORTED}."
+            f"a filter must be a dict like {{'field': value}}, got {type(where).__name__}. {_SUPPORTED}."
         )
     for key, value in where.items():
         if not isinstance(key, str):
@@ -220,21 +232,19 @@ def _validate(where: Any, depth: int, max_depth: int = MAX_FILTER_DEPTH) -> None
             if not isinstance(value, list | tuple) or not value:
                 raise InvalidInputError(f"{key} takes a non-empty list of filters, got {value!r}.")
             for sub in value:
-                _validate(sub, depth + 1, max_depth)
+                _count(budget)
+                _validate(sub, depth + 1, max_depth, budget)
             continue
         if key.startswith("$"):
-            raise InvalidInputError(
-                f"unknown filter operator {key!r} at the top level. {_SUPPORTED}."
-            )
+            raise InvalidInputError(f"unknown filter operator {key!r} at the top level. {_SUPPORTED}.")
         _split_field(key)
+        _count(budget)
         if isinstance(value, Mapping):
             if not value:
                 raise InvalidInputError(f"filter {key!r}: empty operator dict. {_SUPPORTED}.")
             for op, operand in value.items():
                 if op not in OPERATORS:
-                    raise InvalidInputError(
-                        f"filter {key!r}: unknown operator {op!r}. {_SUPPORTED}."
-                    )
+                    raise InvalidInputError(f"filter {key!r}: unknown operator {op!r}. {_SUPPORTED}.")
                 _check_value(operand, op, key)
         else:
             _check_value(value, "$eq", key)
@@ -426,9 +436,7 @@ def _compile(where: Mapping[str, Any], alias: str, params: _Params) -> str:
     return parts[0] if len(parts) == 1 else "(" + " AND ".join(parts) + ")"
 
 
-def compile_cypher(
-    where: Mapping[str, Any] | None, alias: str, params: dict[str, Any], prefix: str = "f"
-) -> str:
+def compile_cypher(where: Mapping[str, Any] | None, alias: str, params: dict[str, Any], prefix: str = "f") -> str:
     """A parameterized Cypher boolean expression equivalent to :func:`matches`.
 
     Property names come from validated identifiers (backtick-quoted); every
@@ -439,9 +447,7 @@ def compile_cypher(
     validate_filter(where, max_depth=SCOPED_FILTER_DEPTH)
     for name, what in ((alias, "alias"), (prefix, "parameter prefix")):
         if not isinstance(name, str) or not _SEGMENT.fullmatch(name):
-            raise InvalidInputError(
-                f"Cypher {what} {name!r} must match ^[A-Za-z_][A-Za-z0-9_]{{0,63}}$."
-            )
+            raise InvalidInputError(f"Cypher {what} {name!r} must match ^[A-Za-z_][A-Za-z0-9_]{{0,63}}$.")
     if not isinstance(params, dict):
         raise InvalidInputError("params must be a dict the caller passes to the query.")
     if not where:

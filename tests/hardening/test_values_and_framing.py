@@ -138,3 +138,14 @@ async def test_a_filter_of_the_deepest_allowed_nesting_works_under_a_scope() -> 
     assert [h.kind for h in hits] == ["passage"]
     with pytest.raises(InvalidInputError, match="32"):
         await scoped.search("Paris capital", where={"$and": [deep]})  # one level more is refused
+
+
+def test_huge_filters_are_refused_before_any_work() -> None:
+    from kag.query.filters import MAX_FILTER_CONDITIONS, MAX_LIST_VALUES, validate_filter
+
+    with pytest.raises(InvalidInputError, match="conditions"):
+        validate_filter({"$or": [{"lang": f"x{i}"} for i in range(50_000)]})
+    with pytest.raises(InvalidInputError, match=f"at most {MAX_LIST_VALUES}"):
+        validate_filter({"lang": {"$in": list(range(200_000))}})
+    validate_filter({"$or": [{"lang": f"x{i}"} for i in range(MAX_FILTER_CONDITIONS // 2 - 1)]})
+    validate_filter({"lang": {"$in": list(range(MAX_LIST_VALUES))}})

@@ -127,3 +127,15 @@ async def test_longest_allowed_label_works(neo4j_kb_factory: Callable[..., Any])
     kb = await neo4j_kb_factory(entity_models=[L64])
     await kb.upsert(L64(name="x"))
     assert (await kb.similarity_search(L64.graph_label or "", "x", k=1))[0].score > 0.99
+
+
+async def test_the_read_only_cache_is_bounded(neo4j_kb_factory: Any) -> None:
+    from kag.graph.neo4j import READ_ONLY_CACHE_SIZE
+
+    kb = await neo4j_kb_factory(entity_models=ENTITY_MODELS)
+    store = kb.store
+    for i in range(READ_ONLY_CACHE_SIZE + 40):
+        await store.read(f"RETURN $x AS c{i}", {"x": 1}, "probing the cache")
+    assert len(store._read_only) == READ_ONLY_CACHE_SIZE
+    assert f"RETURN $x AS c{READ_ONLY_CACHE_SIZE + 39}" in store._read_only  # the newest are kept
+    assert "RETURN $x AS c0" not in store._read_only
