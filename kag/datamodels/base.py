@@ -234,6 +234,23 @@ class Relation(_Labelled):
     subj: Entity
     obj: Entity
 
+    def __init_subclass__(cls, *, symmetric: bool | None = None, **kwargs: Any) -> None:
+        """``class Borders(kag.Relation, symmetric=True)``: the relation holds both ways.
+
+        A symmetric relation stored once per pair is found from either end: searches match it
+        in both directions without ``bidirectional``. Subclasses inherit the declaration.
+        """
+        super().__init_subclass__(**kwargs)
+        if symmetric is not None:
+            if not isinstance(symmetric, bool):
+                raise SchemaError(f"{cls.__name__}: symmetric must be True or False, got {symmetric!r}.")
+            type.__setattr__(cls, "__kag_symmetric__", symmetric)
+
+    @classmethod
+    def is_symmetric(cls) -> bool:
+        """Whether the relation was declared ``symmetric=True`` (here or on a parent class)."""
+        return bool(getattr(cls, "__kag_symmetric__", False))
+
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
         super().__pydantic_init_subclass__(**kwargs)

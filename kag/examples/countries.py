@@ -13,7 +13,7 @@ Conventions:
 * Every city has an ``IsCityOf`` relation (capitals included); each capital also an
   ``IsCapitalOf``.
 * ``Borders`` is symmetric but stored once per pair, from the country whose ISO code
-  sorts first: search it with ``bidirectional=True`` (see :data:`SYMMETRIC_RELATIONS`).
+  sorts first; it is declared ``symmetric=True``, so a search finds it from either country.
 """
 
 from __future__ import annotations
@@ -169,8 +169,8 @@ class SpeaksLanguage(Relation):
     obj: Language
 
 
-class Borders(Relation):
-    """The two countries share a land border (symmetric; stored once per pair)."""
+class Borders(Relation, symmetric=True):
+    """The two countries share a land border (symmetric: stored once per pair, found from either end)."""
 
     subj: Country
     label: Literal["Borders"] = "Borders"
@@ -188,7 +188,7 @@ RELATION_MODELS: tuple[type[Relation], ...] = (
     SpeaksLanguage,
     Borders,
 )
-SYMMETRIC_RELATIONS: frozenset[str] = frozenset({"Borders"})
+SYMMETRIC_RELATIONS: frozenset[str] = frozenset(r.graph_label for r in RELATION_MODELS if r.is_symmetric() and r.graph_label)
 """Relations that hold both ways but are stored once (until models can declare ``symmetric``)."""
 
 

@@ -246,6 +246,10 @@ def plan_triplet_search(
         subj_all = _entity_labels(schema, ts.subject_label)
         obj_all = _entity_labels(schema, ts.object_label)
         specs = _relation_specs(schema, ts, i)
+        if not ts.bidirectional and specs and all(spec.model.is_symmetric() for spec in specs):
+            # symmetric relations (stored once per pair) are matched from either end
+            ts = ts.model_copy(update={"bidirectional": True})
+            specs = _relation_specs(schema, ts, i)
         rel_labels = tuple(spec.label for spec in specs)
         subj_labels = _endpoint_labels(specs, ts, "subj", subj_all)
         obj_labels = _endpoint_labels(specs, ts, "obj", obj_all)
