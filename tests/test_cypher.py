@@ -2,6 +2,7 @@
 
 import itertools
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -122,3 +123,104 @@ def test_approximate_anchor_uses_the_vector_index(schema: kag.GraphSchema) -> No
     assert "queryNodes" not in any_label.text
     with pytest.raises(kag.errors.InvalidInputError, match="candidates"):
         plan_triplet_search(search, schema, k=10, candidates=5)
+
+
+def language_cases() -> list[tuple[str, dict]]:
+    """The grown language over tests.test_plan.LANDS (Borders symmetric, Owes directed)."""
+    owes = {"subject_label": "Land", "relation_label": "Owes", "object_label": "Land"}
+    borders = {**owes, "relation_label": "Borders"}
+    town = {"subject_label": "Town", "relation_label": "TownOf", "object_label": "Land"}
+    desc = {"side": "subject", "field": "population", "direction": "desc"}
+    return [
+        ("symmetric", {**borders, "object_similarity_search": "Austria"}),
+        ("symmetric_mixed", {**owes, "relation_label": "*", "object_similarity_search": "Austria"}),
+        (
+            "first_subject",
+            {
+                "hops": [
+                    {**owes, "object_similarity_search": "Austria"},
+                    {**borders, "subject_from": "first_subject", "object_similarity_search": "Italy"},
+                ]
+            },
+        ),
+        (
+            "first_subject_then_path",
+            {
+                "hops": [
+                    {**owes, "object_similarity_search": "Austria"},
+                    {**owes, "subject_from": "first_subject"},
+                    {**borders, "object_similarity_search": "Italy"},
+                ]
+            },
+        ),
+        ("negated_in_chain", {"hops": [town, {**owes, "object_similarity_search": "Austria", "negated": True}]}),
+        (
+            "negated_first_subject_mixed",
+            {
+                "hops": [
+                    {**town, "subject_similarity_search": "Graz"},
+                    {**owes, "relation_label": "*", "negated": True, "object_similarity_search": "Italy"},
+                ]
+            },
+        ),
+        (
+            "negated_only",
+            {
+                "hops": [
+                    {**owes, "negated": True, "object_where": [{"field": "code", "op": "=", "value": "IT"}]},
+                    {**borders, "negated": True, "object_similarity_search": "Italy"},
+                ]
+            },
+        ),
+        (
+            "where",
+            {
+                **town,
+                "subject_similarity_search": "Graz",
+                "subject_where": [{"field": "population", "op": ">", "value": 5_000_000}],
+                "object_where": [
+                    {"field": "area", "op": "<=", "value": 1.5},
+                    {"field": "code", "op": "!=", "value": "`) DETACH DELETE n //"},
+                ],
+            },
+        ),
+        ("order_limit", {**town, "object_similarity_search": "Japan", "order_by": desc, "limit": 1}),
+        ("order_object_count", {**town, "order_by": {**desc, "side": "object"}, "limit": 3, "count": True}),
+    ]
+
+
+@pytest.mark.parametrize(("name", "search"), language_cases(), ids=[c[0] for c in language_cases()])
+def test_golden_language(name: str, search: dict) -> None:
+    from tests.test_plan import LANDS
+
+    query = compile_plan(bound(plan_triplet_search(search, LANDS, k=7, threshold=0.6)))
+    path = GOLDEN / f"lang_{name}.cypher"
+    if UPDATE:
+        path.write_text(query.text + "\n")
+    assert query.text + "\n" == path.read_text(), f"regenerate with KAG_UPDATE_GOLDEN=1 after review: {path}"
+    # identifiers: declared labels and field names, backtick-quoted; values: parameters only
+    bare = re.sub(r"`[^`]*`", "", query.text)
+    for ident in re.findall(r"`([^`]*)`", query.text):
+        assert ident in {*LANDS.entity_labels, *LANDS.relation_labels, *LANDS.filterable_fields()}, ident
+    assert "DETACH" not in query.text and not re.search(r"\b(5000000|1\.5|IT|Austria|Italy)\b", query.text)
+    assert not re.search(r"['\"]", bare) and "//" not in query.text
+    for name_, value in query.params.items():
+        assert f"${name_}" in query.text or name_ == "threshold"
+        if re.fullmatch(r"w\d+_\d+", name_):
+            assert isinstance(value, int | float | str)
+        if re.fullmatch(r"t\d+", name_):
+            assert value == ["Borders"]  # relation types matched either way, as a parameter list
+
+
+def test_property_names_are_quoted_from_the_schema() -> None:
+    from tests.test_plan import LANDS
+
+    search = {
+        "subject_label": "Land",
+        "relation_label": "Owes",
+        "subject_where": [{"field": "population", "op": ">=", "value": "7"}],
+        "order_by": {"side": "object", "field": "code", "direction": "asc"},
+    }
+    query = compile_plan(bound(plan_triplet_search(search, LANDS)))
+    assert "n0.`population` >= $w0_0" in query.text and query.params["w0_0"] == 7
+    assert "ORDER BY n1.`code` IS NULL, n1.`code` ASC, score DESC, n0_id, r1_id, n1_id" in query.text

@@ -75,3 +75,81 @@ def test_schema_files_are_current(name: str) -> None:
     assert path.read_text(encoding="utf-8") == render(example_schemas()[name]), (
         f"{path} is stale: run `python -m kag.examples.export`"
     )
+
+
+def _lands() -> kag.GraphSchema:
+    from tests.test_plan import LANDS
+
+    return LANDS
+
+
+def full_search(**extra: Any) -> dict[str, Any]:
+    """A search with every property spelled out, as a strict-mode model must write it."""
+    return {
+        "subject_label": "Land",
+        "subject_similarity_search": "*",
+        "relation_label": "Borders",
+        "object_label": "Land",
+        "object_similarity_search": "Austria",
+        "negated": False,
+        "bidirectional": False,
+        "count": False,
+        "subject_from": "previous_object",
+        "subject_where": [{"field": "population", "op": ">", "value": 5000000}],
+        "object_where": [],
+        "order_by": {"side": "subject", "field": "population", "direction": "desc"},
+        "limit": 1,
+        **extra,
+    }
+
+
+def test_language_fields_are_strict_enums_of_the_declared_fields() -> None:
+    out = kag.triplet_search_schema(_lands())
+    assert_openai_strict(out)
+    assert "anyOf" not in out  # OpenAI strict: no anyOf at the root
+    props = out["properties"]
+    assert props["subject_from"]["enum"] == ["previous_object", "first_subject"]
+    condition = props["subject_where"]["items"]
+    assert condition["properties"]["field"]["enum"] == ["name", "population", "area", "code"]  # scalars only
+    assert "population (Land|Town)" in condition["properties"]["field"]["description"]
+    assert condition["properties"]["op"]["enum"] == ["=", "!=", "<", "<=", ">", ">="]
+    assert condition["properties"]["value"]["anyOf"] == [{"type": "number"}, {"type": "string"}]
+    assert props["object_where"]["items"] == condition
+    order = next(v for v in props["order_by"]["anyOf"] if v.get("type") == "object")
+    assert order["properties"]["field"]["enum"] == condition["properties"]["field"]["enum"]
+    assert {"type": "null"} in props["order_by"]["anyOf"] and {"type": "null"} in props["limit"]["anyOf"]
+    assert "Borders: Land <-> Land (symmetric)" in props["relation_label"]["description"]
+    chain = kag.triplet_chain_schema(_lands(), 3)
+    assert_openai_strict(chain)
+    assert chain["properties"]["hops"]["items"] == out
+
+
+def test_language_fields_validate_as_the_repair_loop_checks_them() -> None:
+    from kag.lm.jsonschema_check import check_json_schema
+
+    out = kag.triplet_search_schema(_lands())
+    assert check_json_schema(full_search(), out) == []
+    assert check_json_schema(full_search(order_by=None, limit=None, subject_where=[]), out) == []
+    assert check_json_schema(full_search(subject_where=[{"field": "code", "op": "=", "value": "AT"}]), out) == []
+    for bad in (
+        full_search(subject_where=[{"field": "tags", "op": "=", "value": "x"}]),  # not a comparable field
+        full_search(subject_where=[{"field": "population", "op": "~", "value": 1}]),
+        full_search(subject_where=[{"field": "population", "op": ">", "value": [1]}]),
+        full_search(subject_from="second_subject"),
+        full_search(order_by={"side": "subject", "field": "population"}),  # direction missing
+    ):
+        assert check_json_schema(bad, out), bad
+    old = {k: v for k, v in full_search().items() if k not in ("subject_from", "subject_where", "object_where")}
+    old = {k: v for k, v in old.items() if k not in ("order_by", "limit")}
+    assert check_json_schema(old, out)  # strict: every property must be written
+
+
+def test_language_schema_compiles_to_a_local_grammar() -> None:
+    from llama_cpp import LlamaGrammar  # the [local] extra, part of [dev]
+
+    from kag.lm.llamacpp import schema_grammar
+
+    for schema in (kag.triplet_search_schema(_lands()), kag.triplet_chain_schema(_lands(), 3)):
+        grammar = schema_grammar(schema, max_string_length=64)
+        assert "first_subject" in grammar and "population" in grammar
+        LlamaGrammar.from_string(grammar, verbose=False)  # raises when llama.cpp cannot parse it

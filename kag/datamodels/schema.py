@@ -9,9 +9,10 @@ structured-output APIs (OpenAI strict mode, Ollama ``format``) accept.
 from __future__ import annotations
 
 import copy
+import types
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from kag.datamodels.base import Entity, Relation
 from kag.errors import SchemaError
@@ -27,6 +28,43 @@ class RelationSpec:
     subj_labels: tuple[str, ...]
     obj_labels: tuple[str, ...]
     model: type[Relation]
+    # declared ``symmetric=True``: stored once per pair, matched in either direction
+    symmetric: bool = False
+
+    def arrow(self) -> str:
+        """``City -> Country``, or ``Country <-> Country (symmetric)``."""
+        sep = " <-> " if self.symmetric else " -> "
+        text = "|".join(self.subj_labels) + sep + "|".join(self.obj_labels)
+        return text + (" (symmetric)" if self.symmetric else "")
+
+
+FieldKind = Literal["int", "float", "str"]
+
+
+def field_kind(annotation: Any) -> FieldKind | None:
+    """The comparable kind of a declared field (``int``, ``float``, ``str``, optional or not), else ``None``.
+
+    Lists, dicts, nested models, booleans and unions of several kinds cannot be compared
+    the same way on both backends, so they are not filterable.
+    """
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return field_kind(get_args(annotation)[0])
+    if origin in (Union, types.UnionType):
+        kinds = {field_kind(a) for a in get_args(annotation) if a is not type(None)}
+        return kinds.pop() if len(kinds) == 1 else None
+    if origin is Literal:
+        values = get_args(annotation)
+        return "str" if values and all(isinstance(v, str) for v in values) else None
+    if annotation is bool:
+        return None
+    if annotation is int:
+        return "int"
+    if annotation is float:
+        return "float"
+    if annotation is str:
+        return "str"
+    return None
 
 
 @dataclass
@@ -58,7 +96,7 @@ class GraphSchema:
                     self._add_entity(m)
                     labels.append(m.graph_label)
                 sides.append(tuple(dict.fromkeys(labels)))
-            self.relations[label] = RelationSpec(label, sides[0], sides[1], rel)
+            self.relations[label] = RelationSpec(label, sides[0], sides[1], rel, rel.is_symmetric())
         self.entity_models = tuple(self.entities.values())
         self.relation_models = tuple(s.model for s in self.relations.values())
 
@@ -79,6 +117,24 @@ class GraphSchema:
     @property
     def relation_labels(self) -> tuple[str, ...]:
         return tuple(self.relations)
+
+    def field_kinds(self, label: str) -> dict[str, FieldKind]:
+        """The filterable fields of an entity label (scalar ``int``/``float``/``str``) and their kinds."""
+        model = self.entity_model(label)
+        out: dict[str, FieldKind] = {}
+        for name, info in model.model_fields.items():
+            kind = field_kind(info.annotation) if name != "label" else None
+            if kind is not None:
+                out[name] = kind
+        return out
+
+    def filterable_fields(self) -> dict[str, tuple[str, ...]]:
+        """Every filterable field name, with the entity labels that declare it (declaration order)."""
+        out: dict[str, list[str]] = {}
+        for label in self.entities:
+            for name in self.field_kinds(label):
+                out.setdefault(name, []).append(label)
+        return {name: tuple(labels) for name, labels in out.items()}
 
     def entity_model(self, label: str) -> type[Entity]:
         """The model of an entity label, or ``SchemaError`` naming the allowed labels."""
@@ -117,7 +173,7 @@ class GraphSchema:
             lines.append(f"- {label}" + (f": {doc[0]}" if doc and model.__doc__ != Entity.__doc__ else ""))
         lines.append("Relation labels (subject -> object):")
         for label, spec in self.relations.items():
-            lines.append(f"- {label}: {'|'.join(spec.subj_labels)} -> {'|'.join(spec.obj_labels)}")
+            lines.append(f"- {label}: {spec.arrow()}")
         return "\n".join(lines)
 
 
@@ -135,13 +191,17 @@ def _label_of(model: Any, base: type) -> str:
 
 def dynamic_enum(
     schema: dict[str, Any],
-    prop: str,
+    prop_to_update: str,
     labels: Iterable[str],
     description: str | None = None,
     *,
     include_any: bool = True,
 ) -> dict[str, Any]:
-    """Return a copy of ``schema`` whose ``prop`` is an enum of ``labels`` (plus ``"*"``)."""
+    """Return a copy of ``schema`` whose ``prop_to_update`` is an enum of ``labels`` (plus ``"*"``).
+
+    Labels keep their order, duplicates (a ``"*"`` already given included) are dropped.
+    """
+    prop = prop_to_update
     out = copy.deepcopy(schema)
     props = out.get("properties")
     if not isinstance(props, dict) or prop not in props:
@@ -184,6 +244,18 @@ def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 _UNSUPPORTED_STRICT = ("default", "title", "examples", "format", "minLength", "maxLength", "pattern")
+# kag's own annotation: the default of a property a model may omit (strict mode cannot say "optional");
+# the answer checker fills it in, and ``provider_schema`` removes it before a schema leaves kag
+DEFAULT_KEY = "kag:default"
+
+
+def provider_schema(schema: Any) -> Any:
+    """``schema`` without kag's private annotations (``kag:*`` keys): what is sent to a model provider."""
+    if isinstance(schema, dict):
+        return {k: provider_schema(v) for k, v in schema.items() if not (isinstance(k, str) and k.startswith("kag:"))}
+    if isinstance(schema, list):
+        return [provider_schema(v) for v in schema]
+    return schema
 
 
 def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -199,6 +271,8 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(node, dict):
             return node
         out = {k: walk(v) for k, v in node.items() if k not in _UNSUPPORTED_STRICT}
+        if "default" in node and _is_json(node["default"]):
+            out[DEFAULT_KEY] = copy.deepcopy(node["default"])
         if "const" in out and "enum" not in out:
             out["enum"] = [out.pop("const")]
         if out.get("type") == "object" or "properties" in out:
@@ -210,6 +284,17 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
     result: dict[str, Any] = walk(inline_refs(schema))
     return result
+
+
+def _is_json(value: Any) -> bool:
+    """A plain JSON value (defaults of pydantic models are; a factory's product may not be)."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return True
+    if isinstance(value, list):
+        return all(_is_json(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _is_json(v) for k, v in value.items())
+    return False
 
 
 def find_refs(schema: Any) -> list[str]:

@@ -188,8 +188,10 @@ RELATION_MODELS: tuple[type[Relation], ...] = (
     SpeaksLanguage,
     Borders,
 )
-SYMMETRIC_RELATIONS: frozenset[str] = frozenset(r.graph_label for r in RELATION_MODELS if r.is_symmetric() and r.graph_label)
-"""Relations that hold both ways but are stored once (until models can declare ``symmetric``)."""
+SYMMETRIC_RELATIONS: frozenset[str] = frozenset(
+    r.graph_label for r in RELATION_MODELS if r.is_symmetric() and r.graph_label
+)
+"""Relations declared ``symmetric=True``: they hold both ways and are stored once per pair."""
 
 
 @lru_cache(maxsize=1)

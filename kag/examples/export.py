@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kag.datamodels.schema import GraphSchema
+from kag.datamodels.schema import GraphSchema, provider_schema
 from kag.query.triplet import triplet_chain_schema, triplet_search_schema
 
 
@@ -19,8 +19,8 @@ def example_schemas() -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for model in (*graph.entity_models, *graph.relation_models):
         out[f"seed/{model.graph_label}.json"] = model.model_json_schema()
-    out["seed/triplet_search.json"] = triplet_search_schema(graph)
-    out["seed/triplet_chain_3.json"] = triplet_chain_schema(graph, 3)
+    out["seed/triplet_search.json"] = provider_schema(triplet_search_schema(graph))
+    out["seed/triplet_chain_3.json"] = provider_schema(triplet_chain_schema(graph, 3))
     return out
 
 

@@ -5,30 +5,60 @@ numpy side index holds the embedding matrix, label codes, id ranks and
 per-type edge arrays, rebuilt lazily after writes. Plans are evaluated with
 vectorized similarity, masks and joins — never a Python loop over nodes — and
 follow exactly the semantics documented in ``kag.query.plan``.
+
+Searches run in a worker thread (``asyncio.to_thread``) so a heavy one never stalls
+the event loop (a server keeps answering); :attr:`MemoryGraphStore.lock` makes every
+search and every write exclusive, so a write never changes the arrays a search reads.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
+import operator
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import networkx as nx
 import numpy as np
 
 from kag.errors import ConfigError, EmbeddingError, StoreFormatError
 from kag.files import atomic_write_json
-from kag.graph.base import NodeRecord, PlanResult, PlanRow, RelationRecord
+from kag.graph.base import SOURCES, NodeRecord, PlanResult, PlanRow, RelationRecord
 from kag.query.plan import HopSpec, NodeSpec, QueryPlan
 
 FORMAT = "kag-memory-store"
 # float32 screening margin on the [0, 1] score scale (float32 dot error for unit vectors is ~1e-6)
 _SCREEN = 1e-4
 VERSION = 1
+# the plan's comparison operators, applied to object arrays (Python comparisons, element by element)
+_COMPARE = {
+    "=": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+
+
+_R = TypeVar("_R")
+
+
+async def run_locked(lock: asyncio.Lock, fn: Callable[..., _R], *args: Any) -> _R:
+    """``fn(*args)`` in a worker thread while holding ``lock`` (until the thread ends, even if cancelled)."""
+    async with lock:
+        work = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+        try:
+            return await asyncio.shield(work)
+        except asyncio.CancelledError:
+            # a thread cannot be stopped: keep the lock until it returns, so no write overlaps it
+            await asyncio.wait({work})
+            raise
 
 
 @dataclass
@@ -58,7 +88,10 @@ class _Index:
     edges: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]  # type code -> (src, dst, rel)
     unit_rows: bool = False  # every stored embedding has norm 1 (to float32 precision)
     rows: dict[tuple[str, ...], np.ndarray] = field(default_factory=dict)  # labels -> node positions
-    adjacency: dict[tuple[tuple[str, ...], bool], _Adjacency] = field(default_factory=dict)
+    adjacency: dict[tuple[tuple[str, ...], tuple[str, ...]], _Adjacency] = field(default_factory=dict)
+    # (labels, field, kind) -> (set, values) over all node positions: the field's value where a
+    # node of those labels has one of that kind ("number" or "string"), else a placeholder
+    columns: dict[tuple[tuple[str, ...], str, str], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
 
 def _gather(indptr: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -98,6 +131,9 @@ class MemoryGraphStore:
         self._rel_dst: list[int] = []
         self._rel_label: list[int] = []
         self._index: _Index | None = None
+        # held by each search (in a worker thread) and each write (on the loop), here and in
+        # the attached passage store; it binds to a loop only while contended
+        self.lock = asyncio.Lock()
         if self.path is not None and not self.path.parent.is_dir():
             raise ConfigError(
                 f"memory://{self.path}: the directory {self.path.parent} does not exist; create it first."
@@ -109,9 +145,10 @@ class MemoryGraphStore:
     async def ensure_schema(
         self, entity_labels: Sequence[str], relation_labels: Sequence[str], dimensions: int
     ) -> None:
-        self._set_dims(dimensions)
-        for label in (*entity_labels, *relation_labels):
-            self._code(label)
+        async with self.lock:
+            self._set_dims(dimensions)
+            for label in (*entity_labels, *relation_labels):
+                self._code(label)
 
     def _set_dims(self, dimensions: int) -> None:
         if self._dims is None:
@@ -133,7 +170,8 @@ class MemoryGraphStore:
 
     # -- writes ---------------------------------------------------------------
     async def upsert(self, nodes: Sequence[NodeRecord], relations: Sequence[RelationRecord]) -> None:
-        self._upsert(nodes, relations)
+        async with self.lock:
+            self._upsert(nodes, relations)
 
     def _upsert(self, nodes: Sequence[NodeRecord], relations: Sequence[RelationRecord]) -> None:
         for rec in nodes:
@@ -158,7 +196,7 @@ class MemoryGraphStore:
                     norms[: self._norm.shape[0]] = self._norm
                     self._norm = norms
             props = self.graph.nodes[rec.id]["props"]
-            props.update(rec.properties)  # merge, like Cypher's SET n += $props
+            _merge_props(props, rec.properties)
             self._emb[pos] = rec.embedding
             self._norm[pos] = float(np.linalg.norm(self._emb[pos].astype(np.float64)))
         for rel in relations:
@@ -169,13 +207,19 @@ class MemoryGraphStore:
                 self._rel_dst.append(self._node_pos[rel.end])
                 self._rel_label.append(self._code(rel.label))
                 self.graph.add_edge(rel.start, rel.end, key=rel.id, label=rel.label, props={})
-            self.graph.edges[rel.start, rel.end, rel.id]["props"].update(rel.properties)
+            _merge_props(self.graph.edges[rel.start, rel.end, rel.id]["props"], rel.properties)
         if nodes or relations:
             self._index = None
 
     async def delete(self, ids: Sequence[str]) -> int:
+        async with self.lock:
+            return self._delete(ids)
+
+    def _delete(self, ids: Sequence[str]) -> int:
         found = 0
-        for item in dict.fromkeys(ids):
+        unique = list(dict.fromkeys(ids))
+        # relations named first, as Neo4j deletes them (so a relation named with its endpoint counts)
+        for item in [i for i in unique if i in self._rel_pos] + [i for i in unique if i not in self._rel_pos]:
             if item in self._node_pos:
                 found += 1
                 for u, v, key in list(self.graph.in_edges(item, keys=True)) + list(
@@ -337,9 +381,12 @@ class MemoryGraphStore:
         return rows[keep], part[keep] * sims[keep]
 
     def _node_mask(self, idx: _Index, spec: NodeSpec, threshold: float) -> tuple[np.ndarray, np.ndarray]:
-        """``_scored_rows`` as a boolean mask and a factor array over all node positions."""
+        """``_scored_rows`` (and the spec's field filters) as a boolean mask and a factor array."""
         n = idx.label_code.shape[0]
         rows, part = self._scored_rows(idx, spec, threshold)
+        if spec.filters:
+            keep = self._passes(idx, spec, rows)
+            rows, part = rows[keep], part[keep]
         mask = np.zeros(n, dtype=bool)
         mask[rows] = True
         factor = np.ones(n, dtype=np.float64)
@@ -347,25 +394,25 @@ class MemoryGraphStore:
         return mask, factor
 
     def _adjacency(self, idx: _Index, hop: HopSpec) -> _Adjacency:
-        key = (hop.relation_labels, hop.bidirectional)
+        key = (hop.relation_labels, hop.both_ways)
         cached = idx.adjacency.get(key)
         if cached is not None:
             return cached
         n = idx.label_code.shape[0]
-        parts = [
-            idx.edges[self._labels[label]]
-            for label in hop.relation_labels
-            if label in self._labels and self._labels[label] in idx.edges
+        labels = [
+            label for label in hop.relation_labels if label in self._labels and self._labels[label] in idx.edges
         ]
+        parts = [idx.edges[self._labels[label]] for label in labels]
         empty = np.zeros(0, dtype=np.int64)
         src = np.concatenate([p[0] for p in parts]) if parts else empty
         dst = np.concatenate([p[1] for p in parts]) if parts else empty
         rel = np.concatenate([p[2] for p in parts]) if parts else empty
         fwd = np.ones(src.shape[0], dtype=bool)
-        if hop.bidirectional:
-            # an undirected pattern sees every relationship from both of its ends,
-            # except a self-loop, which Neo4j matches once
-            back = src != dst
+        if hop.both_ways:
+            # bidirectional, or a symmetric type: an undirected pattern sees the relationship from
+            # both of its ends, except a self-loop, which Neo4j matches once
+            either = [np.full(p[0].shape[0], label in hop.both_ways) for label, p in zip(labels, parts, strict=True)]
+            back = (np.concatenate(either) if either else np.zeros(0, dtype=bool)) & (src != dst)
             src, dst = np.concatenate([src, dst[back]]), np.concatenate([dst, src[back]])
             rel = np.concatenate([rel, rel[back]])
             fwd = np.concatenate([fwd, ~fwd[back]])
@@ -377,7 +424,8 @@ class MemoryGraphStore:
         return adj
 
     async def execute(self, plan: QueryPlan) -> PlanResult:
-        return self.evaluate(plan)
+        # CPU-bound: off the event loop, exclusive with writes
+        return await run_locked(self.lock, self.evaluate, plan)
 
     def evaluate(self, plan: QueryPlan) -> PlanResult:
         """Run a bound plan synchronously."""
@@ -385,14 +433,27 @@ class MemoryGraphStore:
             raise ValueError("bind the plan's vectors before executing it")
         idx = self._build_index()
         if not plan.hops:  # similarity search: no masks over the whole graph needed
-            rows, score = self._scored_rows(idx, plan.nodes[0], plan.threshold, limit=plan.k)
+            node = plan.nodes[0]
+            plain = not node.filters and plan.order is None
+            rows, score = self._scored_rows(idx, node, plan.threshold, limit=plan.k if plain else None)
+            if node.filters:
+                keep = self._passes(idx, node, rows)
+                rows, score = rows[keep], score[keep]
             return self._finish(idx, plan, [rows], [], [], score)
         masks = [self._node_mask(idx, n, plan.threshold) for n in plan.nodes]
-        if plan.negated:
-            return self._negated(idx, plan, masks)
-        # first hop: expand from the side with fewer matching nodes, or scan when both are large
-        adj = self._adjacency(idx, plan.hops[0])
-        (m0, f0), (m1, f1) = masks[0], masks[1]
+        for h, hop in enumerate(plan.hops):
+            if hop.negated:  # a filter on the hop's source: no matching relationship to a matching object
+                src = plan.source(h)
+                masks[src] = (masks[src][0] & ~self._has_match(idx, hop, masks[h + 1][0]), masks[src][1])
+        row_hops = plan.row_hops
+        if not row_hops:
+            subjects = np.flatnonzero(masks[0][0])
+            return self._finish(idx, plan, [subjects], [], [], masks[0][1][subjects])
+        # first hop (it starts at position 0): expand from the side with fewer matching nodes, or
+        # scan when both are large
+        first = row_hops[0]
+        adj = self._adjacency(idx, plan.hops[first])
+        (m0, f0), (m1, f1) = masks[0], masks[first + 1]
         c0, c1 = int(np.count_nonzero(m0)), int(np.count_nonzero(m1))
         if 8 * min(c0, c1) >= m0.shape[0]:
             edge = np.flatnonzero(m0[adj.src] & m1[adj.dst])
@@ -405,10 +466,11 @@ class MemoryGraphStore:
         nodes = [adj.src[edge], adj.dst[edge]]
         rels = [adj.rel[edge]]
         fwds = [adj.fwd[edge]]
+        column = {0: 0, first + 1: 1}  # position -> index into nodes
         factor = f0[nodes[0]] * f1[nodes[1]]
-        for h in range(1, len(plan.hops)):
+        for h in row_hops[1:]:
             adj = self._adjacency(idx, plan.hops[h])
-            row, edge = _gather(adj.indptr, nodes[-1])
+            row, edge = _gather(adj.indptr, nodes[column[plan.source(h)]])
             keep = masks[h + 1][0][adj.dst[edge]]
             for prev in rels:  # relationships of one row are pairwise distinct
                 keep &= prev[row] != adj.rel[edge]
@@ -416,9 +478,67 @@ class MemoryGraphStore:
             nodes = [x[row] for x in nodes] + [adj.dst[edge]]
             rels = [r[row] for r in rels] + [adj.rel[edge]]
             fwds = [f[row] for f in fwds] + [adj.fwd[edge]]
+            column[h + 1] = len(nodes) - 1
             factor = factor[row] * masks[h + 1][1][nodes[-1]]
         score = factor if plan.sides == 1 else factor ** (1.0 / plan.sides)
         return self._finish(idx, plan, nodes, rels, fwds, score)
+
+    def _has_match(self, idx: _Index, hop: HopSpec, objects: np.ndarray) -> np.ndarray:
+        """Mask of the nodes with a relationship of ``hop`` to a node of the ``objects`` mask."""
+        adj = self._adjacency(idx, hop)
+        has = np.zeros(objects.shape[0], dtype=bool)
+        has[adj.src[adj.by_dst[_gather(adj.indptr_dst, np.flatnonzero(objects))[1]]]] = True
+        return has
+
+    def _column(self, idx: _Index, labels: tuple[str, ...], name: str, kind: str) -> tuple[np.ndarray, np.ndarray]:
+        """(set, values) of field ``name`` over all node positions, for the nodes of ``labels``.
+
+        A value counts as set when it has the ``kind`` ("number": int or float, not bool;
+        "string": str); elsewhere ``values`` holds a placeholder of that kind, so the column
+        compares without errors and ``set`` decides.
+        """
+        key = (labels, name, kind)
+        cached = idx.columns.get(key)
+        if cached is not None:
+            return cached
+        n = idx.label_code.shape[0]
+        present = np.zeros(n, dtype=bool)
+        values = np.full(n, 0 if kind == "number" else "", dtype=object)
+        for pos in self._rows_of(idx, labels):
+            node_id = self._node_ids[int(pos)]
+            value = self.graph.nodes[node_id]["props"].get(name) if node_id is not None else None
+            ok = isinstance(value, str) if kind == "string" else isinstance(value, int | float)
+            if ok and not isinstance(value, bool):
+                present[pos], values[pos] = True, value
+        idx.columns[key] = (present, values)
+        return present, values
+
+    def _passes(self, idx: _Index, spec: NodeSpec, rows: np.ndarray) -> np.ndarray:
+        """Which ``rows`` pass every field filter of ``spec`` (a node without the field never does)."""
+        keep = np.ones(rows.shape[0], dtype=bool)
+        for f in spec.filters:
+            kind = "string" if isinstance(f.value, str) else "number"
+            present, values = self._column(idx, spec.labels, f.field, kind)
+            left, right = values[rows], f.value
+            if isinstance(right, str) and f.op not in ("=", "!="):
+                # Neo4j orders a property against a parameter by UTF-16 code units (not code points)
+                left, right = _UTF16(left), _utf16(right)
+            # object arrays compare element by element as Python does: numbers exactly
+            keep &= present[rows] & np.asarray(_COMPARE[f.op](left, right), dtype=bool)
+        return keep
+
+    def _order_key(self, idx: _Index, plan: QueryPlan, positions: np.ndarray) -> np.ndarray:
+        """Rank of each row's ordering value (ties equal), missing values after all the others."""
+        assert plan.order is not None
+        spec = plan.order
+        present, values = self._column(idx, plan.nodes[spec.node].labels, spec.field, spec.kind)
+        has = present[positions]
+        key = np.full(positions.shape[0], positions.shape[0] + 1, dtype=np.int64)
+        if has.any():
+            uniq, inverse = np.unique(values[positions[has]], return_inverse=True)
+            inverse = inverse.astype(np.int64).reshape(-1)
+            key[has] = (uniq.shape[0] - 1 - inverse) if spec.descending else inverse
+        return key
 
     def _finish(
         self,
@@ -430,23 +550,18 @@ class MemoryGraphStore:
         score: np.ndarray,
     ) -> PlanResult:
         if plan.count:
-            return PlanResult(rows=[], count=int(score.shape[0]))
+            total = int(score.shape[0])
+            return PlanResult(rows=[], count=total if plan.limit is None else min(total, plan.limit))
         keys = []
         for i in range(len(nodes)):
             keys.append(idx.node_rank[nodes[i]])
             if i < len(rels):
                 keys.append(idx.rel_rank[rels[i]])
-        chosen = _top_k(score, keys, plan.k)
+        first = None
+        if plan.order is not None:
+            first = self._order_key(idx, plan, nodes[plan.row_nodes.index(plan.order.node)])
+        chosen = _top_k(score, keys, plan.k, first)
         return PlanResult(rows=[self._row(nodes, rels, fwds, score, j) for j in chosen])
-
-    def _negated(self, idx: _Index, plan: QueryPlan, masks: list[tuple[np.ndarray, np.ndarray]]) -> PlanResult:
-        (m0, f0), (m1, _) = masks
-        adj = self._adjacency(idx, plan.hops[0])
-        has = np.zeros(m0.shape[0], dtype=bool)
-        # subjects with at least one matching hop, found from the matching objects' side
-        has[adj.src[adj.by_dst[_gather(adj.indptr_dst, np.flatnonzero(m1))[1]]]] = True
-        subjects = np.flatnonzero(m0 & ~has)
-        return self._finish(idx, plan, [subjects], [], [], f0[subjects])
 
     def _row(
         self, nodes: list[np.ndarray], rels: list[np.ndarray], fwds: list[np.ndarray], score: np.ndarray, j: int
@@ -454,9 +569,10 @@ class MemoryGraphStore:
         node_ids = tuple(self._node_ids[int(n[j])] or "" for n in nodes)
         rel_ids = tuple(self._rel_ids[int(r[j])] or "" for r in rels)
         rel_props = []
-        for i, rid in enumerate(rel_ids):
-            start, end = (node_ids[i], node_ids[i + 1]) if fwds[i][j] else (node_ids[i + 1], node_ids[i])
-            rel_props.append(dict(self.graph.edges[start, end, rid]["props"]))
+        for r in rels:  # the stored endpoints: a hop may start from an earlier position than the last
+            pos = int(r[j])
+            start, end = self._node_ids[self._rel_src[pos]], self._node_ids[self._rel_dst[pos]]
+            rel_props.append(dict(self.graph.edges[start, end, self._rel_ids[pos]]["props"]))
         return PlanRow(
             node_ids=node_ids,
             node_props=tuple(dict(self.graph.nodes[n]["props"]) for n in node_ids),
@@ -528,6 +644,22 @@ class MemoryGraphStore:
             raise StoreFormatError(f"{path} is a damaged kag memory store file ({exc!r}).") from exc
 
 
+def _merge_props(props: dict[str, Any], new: Mapping[str, Any]) -> None:
+    """``SET n += new``, except provenance, which becomes the sorted union (as on Neo4j)."""
+    before = props.get(SOURCES)
+    props.update(new)
+    if SOURCES in new:
+        props[SOURCES] = sorted({*(before or []), *new[SOURCES]})
+
+
+def _utf16(text: str) -> str:
+    """``text`` re-spelled so that code-point order is its UTF-16 code-unit order (two latin-1 chars a unit)."""
+    return text.encode("utf-16-be", "surrogatepass").decode("latin-1")
+
+
+_UTF16 = np.frompyfunc(_utf16, 1, 1)
+
+
 def _ranks(ids: list[str | None]) -> np.ndarray:
     """Rank of each id in sorted order (deleted ids rank last)."""
     arr = np.asarray([i if i is not None else "\U0010ffff" for i in ids], dtype=object)
@@ -537,15 +669,17 @@ def _ranks(ids: list[str | None]) -> np.ndarray:
     return ranks
 
 
-def _top_k(score: np.ndarray, keys: list[np.ndarray], k: int) -> np.ndarray:
-    """Indices of the exact top-k rows by score desc, ties broken by ``keys`` in order."""
+def _top_k(score: np.ndarray, keys: list[np.ndarray], k: int, first: np.ndarray | None = None) -> np.ndarray:
+    """Indices of the exact top-k rows by ``first`` (when given), then score desc, ties by ``keys`` in order."""
     n = score.shape[0]
     if n == 0:
         return np.zeros(0, dtype=np.int64)
     candidates = np.arange(n)
-    if n > k:
+    if n > k and first is None:
         kth = np.partition(score, n - k)[n - k]
         candidates = np.flatnonzero(score >= kth)  # keeps every row tied with the k-th
     sort_keys = [key[candidates] for key in reversed(keys)] + [-score[candidates]]
+    if first is not None:
+        sort_keys.append(first[candidates])
     order = np.lexsort(sort_keys)
     return candidates[order[:k]]

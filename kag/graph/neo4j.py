@@ -3,7 +3,16 @@
 * one driver per store (per KnowledgeBase), created lazily on first use;
 * constraints (``REQUIRE n.id IS UNIQUE``) and one vector index per entity label,
   created idempotently, then ``db.awaitIndexes``;
-* writes are batched ``UNWIND ... MERGE`` in managed write transactions;
+* writes are batched ``UNWIND ... MERGE`` statements. An ``upsert`` of at most
+  ``atomic_rows`` nodes + relations (default 5000), and every ``delete``, runs in ONE
+  managed write transaction: all of its rows or none (a failure rolls it back; a retry
+  replays it whole, MERGE is idempotent). A larger upsert is written as resumable
+  batches: each batch of ``batch_size`` rows is its own transaction, nodes before
+  relations; after a failure the finished batches stay written and re-running the
+  same upsert completes it (nothing is duplicated);
+* provenance (the ``kag_sources`` list property) is merged inside the transaction
+  under the node's or relationship's write lock, so concurrent upserts of one item
+  with different sources keep every source;
 * every compiled read query is first run through ``EXPLAIN`` and refused unless
   Neo4j reports it read-only, then executed in a read transaction;
 * driver errors become typed ``kag.errors`` that say what to do; transient
@@ -18,7 +27,7 @@ import os
 import random
 import time
 from collections import OrderedDict, defaultdict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
 import neo4j
@@ -32,9 +41,10 @@ from kag.errors import (
     EmbeddingError,
     QueryError,
     StoreError,
+    StoreFormatError,
     UnsafeQueryError,
 )
-from kag.graph.base import NodeRecord, PlanResult, PlanRow, RelationRecord
+from kag.graph.base import SOURCES, NodeRecord, PlanResult, PlanRow, RelationRecord
 from kag.query.cypher import compile_plan, quote, quote_name, vector_index_name
 from kag.query.plan import QueryPlan
 
@@ -44,6 +54,7 @@ READ_ONLY_CACHE_SIZE = 512  # query texts remembered as read-only
 SLOW_QUERY_SECONDS = 1.0  # statements at least this slow are logged at WARNING
 ENTITY = "KagEntity"  # shared label of entity nodes: one id index for lookups and endpoints
 _RETRYABLE = (nx.ServiceUnavailable, nx.SessionExpired, nx.TransientError, OSError)
+_LOCK = "kag_write_lock"  # set then removed in one statement: takes the write lock before provenance is read
 
 
 class Neo4jGraphStore:
@@ -63,13 +74,15 @@ class Neo4jGraphStore:
         max_transaction_retry_time: float = 5.0,
         driver: AsyncDriver | neo4j.Driver | None = None,
         user: str | None = None,
+        atomic_rows: int = 5000,
     ) -> None:
         """Settings not given here come from ``NEO4J_USERNAME`` (or the older ``NEO4J_USER``),
         ``NEO4J_PASSWORD`` and ``NEO4J_DATABASE``. ``driver`` is a caller's own sync or async
         driver: it is used as is (its auth and routing) and never closed by kag. ``user`` is the
-        older name of ``username``."""
-        if batch_size < 1 or max_retries < 0:
-            raise ConfigError("batch_size must be >= 1 and max_retries >= 0.")
+        older name of ``username``. An upsert of at most ``atomic_rows`` rows is one transaction
+        (all or nothing); a larger one is written in resumable batches (see the module docstring)."""
+        if batch_size < 1 or max_retries < 0 or atomic_rows < 0:
+            raise ConfigError("batch_size must be >= 1, max_retries and atomic_rows >= 0.")
         if username is not None and user is not None and username != user:
             raise ConfigError("give username= or user= (its older name), not both.")
         self.uri = uri
@@ -82,6 +95,7 @@ class Neo4jGraphStore:
         elif driver is not None and not isinstance(driver, AsyncDriver):
             raise ConfigError(f"driver must be a neo4j Driver or AsyncDriver, got {type(driver).__name__}.")
         self.batch_size = batch_size
+        self.atomic_rows = atomic_rows
         self.max_retries = max_retries
         self.backoff = backoff
         self._connection_timeout = connection_timeout
@@ -236,7 +250,42 @@ class Neo4jGraphStore:
                     )
 
     # -- writes ---------------------------------------------------------------
+    async def write_transaction(
+        self, statements: Sequence[tuple[str, dict[str, Any]]], what: str
+    ) -> list[list[dict[str, Any]]]:
+        """Run ``statements`` in ONE managed write transaction (all or nothing); return each one's records.
+
+        A transient failure replays the whole transaction (bounded retries, see :meth:`retry`).
+        """
+
+        async def work(tx: Any) -> list[list[dict[str, Any]]]:
+            out = []
+            for query, params in statements:
+                result = await tx.run(query, params)
+                out.append([record.data() for record in await result.fetch(2**31 - 1)])
+            return out
+
+        async def call() -> list[list[dict[str, Any]]]:
+            async with self.driver.session(database=self.database) as session:
+                done: list[list[dict[str, Any]]] = await session.execute_write(work)
+                return done
+
+        started = time.perf_counter()
+        result = await self.retry(what, call)
+        elapsed = time.perf_counter() - started
+        if elapsed >= SLOW_QUERY_SECONDS:
+            log.warning("slow Neo4j transaction while %s: %.3fs", what, elapsed)
+        return result
+
     async def upsert(self, nodes: Sequence[NodeRecord], relations: Sequence[RelationRecord]) -> None:
+        """Merge ``nodes`` and ``relations``: all or none when they are at most ``atomic_rows``, else in
+        resumable batches (each batch all or none; re-run the same upsert after a failure).
+
+        Raises:
+            StoreFormatError: a relation names an endpoint that is neither stored nor in ``nodes``
+                (its transaction writes nothing: the whole call when atomic, as on the memory store).
+        """
+        statements: list[tuple[str, dict[str, Any]]] = []
         by_label: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for n in nodes:
             by_label[n.label].append({"id": n.id, "props": n.properties, "embedding": n.embedding.tolist()})
@@ -244,50 +293,80 @@ class Neo4jGraphStore:
             query = (
                 "UNWIND $rows AS row\n"
                 f"MERGE (n:{quote(ENTITY)} {{id: row.id}})\n"
-                f"SET n:{quote(label)}, n += row.props, n.embedding = row.embedding"
+                + _merge_sources("n", rows)
+                + f"SET n:{quote(label)}, n += row.props, n.embedding = row.embedding\n"
+                + _merged_sources_tail("n", rows)
+                + "RETURN count(*) AS n"
             )
             for start in range(0, len(rows), self.batch_size):
-                await self.run(
-                    query, {"rows": rows[start : start + self.batch_size]}, write=True, what=f"writing {label} nodes"
-                )
+                statements.append((query, {"rows": rows[start : start + self.batch_size]}))
         rels: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for r in relations:
             rels[r.label].append({"id": r.id, "start": r.start, "end": r.end, "props": r.properties})
+        expected: dict[int, list[dict[str, Any]]] = {}
         for label, rows in rels.items():
             query = (
                 "UNWIND $rows AS row\n"
                 f"MATCH (a:{quote(ENTITY)} {{id: row.start}})\n"
                 f"MATCH (b:{quote(ENTITY)} {{id: row.end}})\n"
                 f"MERGE (a)-[r:{quote(label)} {{id: row.id}}]->(b)\n"
-                "SET r += row.props"
+                + _merge_sources("r", rows)
+                + "SET r += row.props\n"
+                + _merged_sources_tail("r", rows)
+                + "RETURN count(*) AS n"
             )
             for start in range(0, len(rows), self.batch_size):
-                await self.run(
-                    query,
-                    {"rows": rows[start : start + self.batch_size]},
-                    write=True,
-                    what=f"writing {label} relations",
-                )
+                batch = rows[start : start + self.batch_size]
+                expected[len(statements)] = batch
+                statements.append((query, {"rows": batch}))
+        if not statements:
+            return
+        what = f"writing {len(nodes)} nodes and {len(relations)} relations"
+        indices = list(range(len(statements)))
+        # one transaction for a bounded call; resumable batches (one transaction each) for a big one
+        groups = [indices] if len(nodes) + len(relations) <= self.atomic_rows else [[i] for i in indices]
+        for group in groups:
+
+            async def work(tx: Any, group: list[int] = group) -> None:
+                for i in group:
+                    query, params = statements[i]
+                    record = await (await tx.run(query, params)).single()
+                    written = int(record["n"]) if record is not None else 0
+                    if i in expected and written != len(expected[i]):
+                        # a MATCH found no endpoint: refuse (the transaction rolls back)
+                        missing = await _missing_endpoints(tx, expected[i])
+                        raise StoreFormatError(f"relations refer to unknown nodes: {missing[:5]}")
+
+            async def call(work: Callable[[Any], Awaitable[None]] = work) -> None:
+                async with self.driver.session(database=self.database) as session:
+                    await session.execute_write(work)
+
+            started = time.perf_counter()
+            await self.retry(what, call)
+            elapsed = time.perf_counter() - started
+            if elapsed >= SLOW_QUERY_SECONDS:
+                log.warning("slow Neo4j transaction while %s: %.3fs", what, elapsed)
 
     async def delete(self, ids: Sequence[str]) -> int:
+        """Delete nodes (with their relationships) and relationships by id, in one transaction."""
         ids = list(dict.fromkeys(ids))
-        found = 0
+        statements: list[tuple[str, dict[str, Any]]] = []
         if self._relation_labels:
             types = "|".join(quote(t) for t in self._relation_labels)
-            res = await self.run(
-                f"MATCH ()-[r:{types}]->() WHERE r.id IN $ids WITH r, r.id AS id DELETE r RETURN count(id) AS n",
-                {"ids": ids},
-                write=True,
-                what="deleting relations",
+            statements.append(
+                (
+                    f"MATCH ()-[r:{types}]->() WHERE r.id IN $ids WITH r, r.id AS id DELETE r RETURN count(id) AS n",
+                    {"ids": ids},
+                )
             )
-            found += int(res.records[0]["n"])
-        res = await self.run(
-            f"UNWIND $ids AS id MATCH (n:{quote(ENTITY)} {{id: id}}) DETACH DELETE n RETURN count(*) AS n",
-            {"ids": ids},
-            write=True,
-            what="deleting nodes",
+        statements.append(
+            (
+                f"UNWIND $ids AS id MATCH (n:{quote(ENTITY)} {{id: id}}) DETACH DELETE n RETURN count(*) AS n",
+                {"ids": ids},
+            )
         )
-        return found + int(res.records[0]["n"])
+        results = await self.write_transaction(statements, "deleting nodes and relations")
+        return sum(int(records[0]["n"]) for records in results)
 
     # -- reads ----------------------------------------------------------------
     async def read(self, query: str, params: dict[str, Any], what: str) -> neo4j.EagerResult:
@@ -314,17 +393,18 @@ class Neo4jGraphStore:
         res = await self.read(compiled.text, compiled.params, "running a triplet search")
         if plan.count:
             return PlanResult(rows=[], count=int(res.records[0]["count"]), query=compiled)
-        n_nodes = 1 if plan.negated else len(plan.nodes)
-        n_rels = 0 if plan.negated else len(plan.hops)
+        # a row holds the first subject and each non-negated hop's relationship and object
+        nodes = [f"n{i}" for i in plan.row_nodes]
+        rels = [f"r{h + 1}" for h in plan.row_hops]
         rows = []
         for rec in res.records:
             rows.append(
                 PlanRow(
-                    node_ids=tuple(rec[f"n{i}_id"] for i in range(n_nodes)),
-                    node_props=tuple(_clean(rec[f"n{i}_props"]) for i in range(n_nodes)),
-                    rel_ids=tuple(rec[f"r{i + 1}_id"] for i in range(n_rels)),
-                    rel_props=tuple(_clean(rec[f"r{i + 1}_props"]) for i in range(n_rels)),
-                    rel_forward=tuple(bool(rec[f"r{i + 1}_forward"]) for i in range(n_rels)),
+                    node_ids=tuple(rec[f"{n}_id"] for n in nodes),
+                    node_props=tuple(_clean(rec[f"{n}_props"]) for n in nodes),
+                    rel_ids=tuple(rec[f"{r}_id"] for r in rels),
+                    rel_props=tuple(_clean(rec[f"{r}_props"]) for r in rels),
+                    rel_forward=tuple(bool(rec[f"{r}_forward"]) for r in rels),
                     score=float(rec["score"]),
                 )
             )
@@ -408,6 +488,36 @@ class Neo4jGraphStore:
         await self.retry("clearing the graph", call)
 
 
+def _merge_sources(var: str, rows: Sequence[dict[str, Any]]) -> str:
+    """Cypher that write-locks ``var`` and keeps its stored provenance as ``before`` (when rows carry any)."""
+    if not any(SOURCES in row["props"] for row in rows):
+        return ""
+    # the SET takes the write lock, so the read below sees every committed concurrent merge
+    return f"SET {var}.{quote(_LOCK)} = true\nWITH {var}, row, {var}.{quote(SOURCES)} AS before\n"
+
+
+def _merged_sources_tail(var: str, rows: Sequence[dict[str, Any]]) -> str:
+    """Cypher that sets ``var``'s provenance to the sorted union of ``before`` and the row's."""
+    if not any(SOURCES in row["props"] for row in rows):
+        return ""
+    src = quote(SOURCES)
+    return (
+        f"SET {var}.{src} = CASE WHEN row.props.{src} IS NULL THEN before ELSE COLLECT {{ "
+        f"UNWIND coalesce(before, []) + row.props.{src} AS s RETURN DISTINCT s ORDER BY s }} END\n"
+        f"REMOVE {var}.{quote(_LOCK)}\n"
+        f"WITH {var}\n"
+    )
+
+
+async def _missing_endpoints(tx: Any, rows: Sequence[dict[str, Any]]) -> list[str]:
+    ids = sorted({row["start"] for row in rows} | {row["end"] for row in rows})
+    result = await tx.run(
+        f"UNWIND $ids AS id OPTIONAL MATCH (n:{quote(ENTITY)} {{id: id}}) WITH id, n WHERE n IS NULL RETURN id",
+        {"ids": ids},
+    )
+    return [record["id"] for record in await result.fetch(2**31 - 1)]
+
+
 def _clean(props: dict[str, Any] | None) -> dict[str, Any]:
     return {k: v for k, v in (props or {}).items() if k not in ("embedding",) and v is not None}
 
@@ -447,6 +557,24 @@ class _SyncSession:
     async def run(self, query: str, **kwargs: Any) -> _SyncResult:
         return _SyncResult(await asyncio.to_thread(self._session.run, query, **kwargs))
 
+    async def execute_write(self, work: Callable[[Any], Coroutine[Any, Any, T]]) -> T:
+        """The sync driver's managed transaction; ``work`` runs on a private loop in its worker thread."""
+
+        def run_sync(tx: neo4j.ManagedTransaction) -> T:
+            return asyncio.run(work(_SyncTx(tx)))
+
+        return await asyncio.to_thread(self._session.execute_write, run_sync)
+
+
+class _SyncTx:
+    """A sync managed transaction with the async calls the store's transaction functions make."""
+
+    def __init__(self, tx: neo4j.ManagedTransaction) -> None:
+        self._tx = tx
+
+    async def run(self, query: str, parameters: dict[str, Any] | None = None) -> _SyncResult:
+        return _SyncResult(self._tx.run(query, parameters))
+
 
 class _SyncResult:
     def __init__(self, result: neo4j.Result) -> None:
@@ -454,3 +582,10 @@ class _SyncResult:
 
     async def consume(self) -> neo4j.ResultSummary:
         return await asyncio.to_thread(self._result.consume)
+
+    # single() and fetch() only run inside execute_write's worker thread (its private loop): blocking is fine
+    async def single(self) -> neo4j.Record | None:
+        return self._result.single()
+
+    async def fetch(self, n: int) -> list[neo4j.Record]:
+        return self._result.fetch(n)

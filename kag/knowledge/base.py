@@ -343,7 +343,8 @@ class KnowledgeBase:
         result = await self.store.execute(plan)
         if result.count is not None:
             return TripletResults([], count=result.count, query=result.query, plan=plan)
-        return TripletResults([self._triplet(row) for row in result.rows], query=result.query, plan=plan)
+        ends = plan.row_ends
+        return TripletResults([self._triplet(row, ends) for row in result.rows], query=result.query, plan=plan)
 
     async def similarity_search(
         self, label: str, text: str, *, k: int = 10, threshold: float = 0.0, linked: bool | None = None
@@ -416,16 +417,19 @@ class KnowledgeBase:
         data = unflatten(spec.model, props)
         return spec.model.model_validate({**data, "subj": subj, "obj": obj})
 
-    def _triplet(self, row: PlanRow) -> TripletHit:
+    def _triplet(self, row: PlanRow, ends: tuple[tuple[int, int], ...] = ()) -> TripletHit:
+        """A row as a hit; ``ends`` (the plan's ``row_ends``) says which row nodes each relation joins."""
         path = tuple(self._entity(p) for p in row.node_props)
+        ends = ends or tuple((i, i + 1) for i in range(len(row.rel_props)))
         rels = []
         for i, props in enumerate(row.rel_props):
-            a, b = path[i], path[i + 1]
+            a, b = path[ends[i][0]], path[ends[i][1]]
             subj, obj = (a, b) if row.rel_forward[i] else (b, a)
             rels.append(self._relation(props, subj, obj))
         if not rels:
             return TripletHit(path[0], None, None, row.score, path, ())
-        return TripletHit(path[0], rels[0], path[-1] if len(rels) == 1 else path[1], row.score, path, tuple(rels))
+        obj = path[-1] if len(rels) == 1 else path[1]
+        return TripletHit(path[0], rels[0], obj, row.score, path, tuple(rels), ends)
 
 
 def _set_fields(model: Entity | Relation) -> set[str]:

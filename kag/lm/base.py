@@ -19,8 +19,9 @@ from typing import Any, Literal, Protocol, Self, TypedDict, runtime_checkable
 
 import pydantic
 
+from kag.datamodels.schema import provider_schema
 from kag.errors import ConfigError, GenerationError, InvalidInputError, InvalidOutputError
-from kag.lm.jsonschema_check import validate_json_schema
+from kag.lm.jsonschema_check import fill_defaults, validate_json_schema
 from kag.validation import loads_json
 
 __all__ = [
@@ -233,13 +234,14 @@ class BaseLanguageModel(abc.ABC):
         if not isinstance(schema_name, str) or not _SCHEMA_NAME.fullmatch(schema_name):
             raise InvalidInputError(f"schema_name {schema_name!r} must match [A-Za-z0-9_-]{{1,64}}.")
         json_schema, model_cls = resolve_schema(schema)
+        sent_schema = provider_schema(json_schema)  # kag's own annotations never reach a provider
 
         last_error = ""
         last_raw = ""
         for attempt in range(1 + self.max_repairs):
             started = time.perf_counter()
             try:
-                raw = await self._complete(list(conversation), json_schema, schema_name)
+                raw = await self._complete(list(conversation), sent_schema, schema_name)
             except InvalidOutputError as exc:
                 raw, last_error = exc.raw, str(exc)
             else:
@@ -294,6 +296,7 @@ class BaseLanguageModel(abc.ABC):
         if model_cls is not None:
             obj = model_cls.model_validate(obj).model_dump(mode="json")
         else:
+            obj = fill_defaults(obj, json_schema)
             validate_json_schema(obj, json_schema)
         if validate is not None:
             validate(obj)

@@ -19,7 +19,46 @@ from typing import Any
 
 from kag.errors import JSONSchemaValidationError
 
-__all__ = ["JSONSchemaValidationError", "check_json_schema", "validate_json_schema"]
+__all__ = ["JSONSchemaValidationError", "check_json_schema", "fill_defaults", "validate_json_schema"]
+
+# the annotation kag.datamodels.schema.strict_schema writes where a model declares a default
+_DEFAULT_KEY = "kag:default"
+
+
+def fill_defaults(instance: Any, schema: Mapping[str, Any]) -> Any:
+    """Add the omitted properties that carry a ``kag:default``, as pydantic would fill a default.
+
+    Strict structured-output schemas must mark every property required; a model that omits
+    one whose declared default keeps the old meaning (a new optional field) is not wrong.
+    Returns a new object; the input is not modified.
+    """
+    return _fill(instance, schema, schema, 0)
+
+
+def _fill(value: Any, schema: Any, root: Mapping[str, Any], depth: int) -> Any:
+    if not isinstance(schema, Mapping) or depth > 64:
+        return value
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        target = _resolve(ref, root)
+        return _fill(value, target, root, depth + 1) if target is not None else value
+    if isinstance(value, dict):
+        props = schema.get("properties")
+        if isinstance(props, Mapping):
+            out = dict(value)
+            for key, sub in props.items():
+                if key in out:
+                    out[key] = _fill(out[key], sub, root, depth + 1)
+                elif isinstance(sub, Mapping) and _DEFAULT_KEY in sub:
+                    out[key] = json.loads(json.dumps(sub[_DEFAULT_KEY]))
+            return out
+        for alt in schema.get("anyOf") or []:
+            if isinstance(alt, Mapping) and (alt.get("type") == "object" or "properties" in alt):
+                return _fill(value, alt, root, depth + 1)
+        return value
+    if isinstance(value, list) and isinstance(schema.get("items"), Mapping):
+        return [_fill(v, schema["items"], root, depth + 1) for v in value]
+    return value
 
 
 

@@ -104,6 +104,9 @@ class LlamaCppLM(BaseLanguageModel):
         max_string_length: cap (in characters) on JSON strings the schema leaves unbounded;
             ``None`` for no cap.
         repeat_penalty: llama.cpp's penalty on recently generated tokens (1.0: none).
+        full_search_language: give a ``KnowledgeRetriever`` the whole triplet language (field
+            conditions, ordering, several constraints on one entity). Off by default: the packaged
+            135M model fills free-form condition lists with repetitions; turn it on for a 1B+ model.
 
     Raises:
         ConfigError: bad settings, a missing file, or a file that is not GGUF.
@@ -125,6 +128,7 @@ class LlamaCppLM(BaseLanguageModel):
             "n_batch",
             "max_string_length",
             "repeat_penalty",
+            "full_search_language",
         }
     )
 
@@ -142,8 +146,10 @@ class LlamaCppLM(BaseLanguageModel):
         n_batch: int = 512,
         max_string_length: int | None = 160,
         repeat_penalty: float = 1.0,
+        full_search_language: bool = False,
     ) -> None:
         super().__init__(max_repairs=max_repairs)
+        self.full_search_language = bool(full_search_language)
         self.n_ctx = int(_positive_int("n_ctx", n_ctx) or 0)
         self.n_threads = _positive_int("n_threads", n_threads, allow_none=True) or available_cores()
         self.max_tokens = int(_positive_int("max_tokens", max_tokens) or 0)
@@ -248,6 +254,7 @@ class LlamaCppLM(BaseLanguageModel):
             "n_batch": self.n_batch,
             "max_string_length": self.max_string_length,
             "repeat_penalty": self.repeat_penalty,
+            "full_search_language": self.full_search_language,
         }
 
     def __repr__(self) -> str:

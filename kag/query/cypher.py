@@ -55,6 +55,10 @@ def label_expr(labels: tuple[str, ...]) -> str:
     return ":" + "|".join(quote(label) for label in labels)
 
 
+# the plan's comparison operators in Cypher
+_OPERATORS = {"=": "=", "!=": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+
+
 def _rel(i: int, labels: tuple[str, ...], bidirectional: bool) -> str:
     body = f"[r{i}{label_expr(labels)}]"
     return f"-{body}-" if bidirectional else f"-{body}->"
@@ -87,27 +91,49 @@ def compile_plan(plan: QueryPlan) -> CompiledQuery:
     def conds(i: int) -> list[str]:
         return [f"{s} >= $threshold" for s in scores[i]]
 
-    lines: list[str] = []
-    n_nodes = len(plan.nodes)
+    def filter_conds(i: int) -> list[str]:
+        """``n0.`population` > $w0_0``: the field name from the schema, the value a parameter."""
+        out = []
+        for j, f in enumerate(plan.nodes[i].filters):
+            params[f"w{i}_{j}"] = f.value
+            out.append(f"n{i}.{quote(f.field)} {_OPERATORS[f.op]} $w{i}_{j}")
+        return out
 
-    if plan.negated:
-        subj, obj, hop = plan.nodes[0], plan.nodes[1], plan.hops[0]
-        lines.append(f"MATCH (n0{label_expr(subj.labels)})")
+    def direction_conds(h: int) -> list[str]:
+        """A hop mixing symmetric and directed types: the directed ones only forward."""
+        hop = plan.hops[h]
+        if not hop.mixed:
+            return []
+        params[f"t{h + 1}"] = list(hop.both_ways)
+        return [f"(startNode(r{h + 1}) = n{plan.source(h)} OR type(r{h + 1}) IN $t{h + 1})"]
+
+    def not_exists(h: int) -> str:
+        """A negated hop: no matching relationship from its source to a node matching its object."""
+        hop, obj = plan.hops[h], plan.nodes[h + 1]
+        rel = _rel(h + 1, hop.relation_labels, bool(hop.both_ways))
+        exists_lines = [f"MATCH (n{plan.source(h)}){rel}(n{h + 1}{label_expr(obj.labels)})"]
+        inner = [f"{side_score(h + 1, j)} >= $threshold" for j in range(len(obj.vectors))]
+        inner += filter_conds(h + 1) + direction_conds(h)
+        if inner:
+            exists_lines.append("  WHERE " + " AND ".join(inner))
+        return "NOT EXISTS {\n  " + "\n  ".join(exists_lines) + "\n}"
+
+    lines: list[str] = []
+    row_hops = plan.row_hops
+    negations = [h for h, hop in enumerate(plan.hops) if hop.negated]
+
+    if negations and not row_hops:
+        # only negated hops: the rows are first subjects without any of those relationships
+        lines.append(f"MATCH (n0{label_expr(plan.nodes[0].labels)})")
         items = score_items(0)
-        exists_lines = [f"MATCH (n0){_rel(1, hop.relation_labels, hop.bidirectional)}(n1{label_expr(obj.labels)})"]
-        obj_conds = []
-        for j in range(len(obj.vectors)):
-            obj_conds.append(f"{side_score(1, j)} >= $threshold")
-        if obj_conds:
-            exists_lines.append("  WHERE " + " AND ".join(obj_conds))
-        not_exists = "NOT EXISTS {\n  " + "\n  ".join(exists_lines) + "\n}"
         if items:
             lines.append("WITH n0, " + ", ".join(items))
-        lines.append("WHERE " + " AND ".join([*conds(0), not_exists]))
+        lines.append("WHERE " + " AND ".join([*conds(0), *filter_conds(0), *(not_exists(h) for h in negations)]))
         lines.append(f"WITH n0, {_score_expr(scores, plan.sides)} AS score")
-        return _finish(lines, plan, params, ["n0"], [])
+        return _finish(lines, plan, params)
 
-    anchor = next((i for i, n in enumerate(plan.nodes) if n.texts), None)
+    row = plan.row_nodes
+    anchor = next((i for i in row if plan.nodes[i].texts), None)
     if anchor is not None:
         node = plan.nodes[anchor]
         first = node.link_of(0)
@@ -123,29 +149,45 @@ def compile_plan(plan: QueryPlan) -> CompiledQuery:
         else:
             lines.append(f"MATCH (n{anchor}{label_expr(node.labels)})")
         lines.append(f"WITH n{anchor}, " + ", ".join(score_items(anchor)))
-        lines.append("WHERE " + " AND ".join(conds(anchor)))
-    if plan.hops:
-        parts = []
-        for i in range(n_nodes):
-            labels = "" if i == anchor else label_expr(plan.nodes[i].labels)
-            parts.append(f"(n{i}{labels})")
-            if i < len(plan.hops):
-                hop = plan.hops[i]
-                parts.append(_rel(i + 1, hop.relation_labels, hop.bidirectional))
-        lines.append("MATCH " + "".join(parts))
-        path_vars = [v for i in range(n_nodes) for v in ([f"n{i}"] + ([f"r{i + 1}"] if i < len(plan.hops) else []))]
-        rest = [i for i in range(n_nodes) if i != anchor and plan.nodes[i].texts]
+        lines.append("WHERE " + " AND ".join([*conds(anchor), *filter_conds(anchor)]))
+    path_vars = ["n0", *(v for h in row_hops for v in (f"r{h + 1}", f"n{h + 1}"))]
+    if row_hops:
+        # one MATCH (relationships pairwise distinct): a path, with a new pattern where a hop
+        # starts from an earlier position than the one the pattern reached
+        declared = {anchor}
+        parts: list[str] = []
+        end: int | None = None
+
+        def node_pattern(i: int) -> str:
+            if i in declared:
+                return f"(n{i})"
+            declared.add(i)
+            return f"(n{i}{label_expr(plan.nodes[i].labels)})"
+
+        for h in row_hops:
+            src, hop = plan.source(h), plan.hops[h]
+            rel = _rel(h + 1, hop.relation_labels, bool(hop.both_ways))
+            if parts and end == src:
+                parts[-1] += rel + node_pattern(h + 1)
+            else:
+                parts.append(node_pattern(src) + rel + node_pattern(h + 1))
+            end = h + 1
+        lines.append("MATCH " + ", ".join(parts))
+        post = [c for i in row if i != anchor for c in filter_conds(i)]
+        post += [c for h in row_hops for c in direction_conds(h)]
+        rest = [i for i in row if i != anchor and plan.nodes[i].texts]
         if rest:
+            if post:
+                lines.append("WHERE " + " AND ".join(post))
             items = [item for i in rest for item in score_items(i)]
-            carried = [s for i in range(n_nodes) if i == anchor for s in scores[i]]
+            carried = scores[anchor] if anchor is not None else []
             lines.append("WITH " + ", ".join(path_vars + carried + items))
-            lines.append("WHERE " + " AND ".join(c for i in rest for c in conds(i)))
-    else:
-        path_vars = ["n0"]
+            checks = [c for i in rest for c in conds(i)] + [not_exists(h) for h in negations]
+            lines.append("WHERE " + " AND ".join(checks))
+        elif post or negations:
+            lines.append("WHERE " + " AND ".join(post + [not_exists(h) for h in negations]))
     lines.append("WITH " + ", ".join(path_vars) + f", {_score_expr(scores, plan.sides)} AS score")
-    node_vars = [f"n{i}" for i in range(n_nodes)]
-    rel_vars = [f"r{i + 1}" for i in range(len(plan.hops))]
-    return _finish(lines, plan, params, node_vars, rel_vars)
+    return _finish(lines, plan, params)
 
 
 def _score_expr(scores: dict[int, list[str]], sides: int) -> str:
@@ -158,23 +200,27 @@ def _score_expr(scores: dict[int, list[str]], sides: int) -> str:
     return f"({product}) ^ {1.0 / sides!r}"
 
 
-def _finish(
-    lines: list[str], plan: QueryPlan, params: dict[str, Any], node_vars: list[str], rel_vars: list[str]
-) -> CompiledQuery:
+def _finish(lines: list[str], plan: QueryPlan, params: dict[str, Any]) -> CompiledQuery:
     if plan.count:
+        if plan.limit is not None:  # a count of the first `limit` rows
+            params["limit"] = plan.limit
+            lines.append("WITH score LIMIT $limit")
         lines.append("RETURN count(*) AS count")
         del params["k"]
         return CompiledQuery("\n".join(lines), params)
-    cols, order = [], ["score DESC"]
-    for i, n in enumerate(node_vars):
+    cols, order = ["n0.id AS n0_id, n0 {.*, embedding: null} AS n0_props"], []
+    if plan.order is not None:
+        # entities without the field last in both directions (Cypher puts nulls first in DESC)
+        prop = f"n{plan.order.node}.{quote(plan.order.field)}"
+        order += [f"{prop} IS NULL", f"{prop} {'DESC' if plan.order.descending else 'ASC'}"]
+    order += ["score DESC", "n0_id"]
+    for h in plan.row_hops:
+        r, n = f"r{h + 1}", f"n{h + 1}"
+        cols.append(f"{r}.id AS {r}_id, {r} {{.*}} AS {r}_props, startNode({r}) = n{plan.source(h)} AS {r}_forward")
         cols.append(f"{n}.id AS {n}_id, {n} {{.*, embedding: null}} AS {n}_props")
-        order.append(f"{n}_id")
-        if i < len(rel_vars):
-            r = rel_vars[i]
-            cols.append(f"{r}.id AS {r}_id, {r} {{.*}} AS {r}_props, startNode({r}) = {n} AS {r}_forward")
-            order.append(f"{r}_id")
+        order += [f"{r}_id", f"{n}_id"]
     lines.append("RETURN " + ", ".join(cols) + ", score")
-    # ties are broken along the path: n0, r1, n1, r2, ...
+    # ties are broken along the row: n0, r1, n1, r2, ...
     lines.append("ORDER BY " + ", ".join(order))
     lines.append("LIMIT $k")
     return CompiledQuery("\n".join(lines), params)

@@ -27,7 +27,7 @@ from kag.errors import SchemaError
 from kag.query.plan import plan_triplet_search
 from kag.query.triplet import triplet_search_schema
 
-__all__ = ["typed_triplet_chain_schema", "typed_triplet_search_schema", "typed_variants"]
+__all__ = ["EXTENDED_FIELDS", "typed_triplet_chain_schema", "typed_triplet_search_schema", "typed_variants"]
 
 _PROBE = "x"  # any non-"*" text: planning only looks at labels here
 
@@ -72,9 +72,65 @@ def typed_variants(schema: GraphSchema) -> list[tuple[str, tuple[str, ...], tupl
     return variants
 
 
-def typed_triplet_search_schema(schema: GraphSchema) -> dict[str, Any]:
-    """A strict TripletSearch schema as a union of endpoint-typed variants (see module doc)."""
+# the limits a grammar may write for order_by (llama.cpp's converter cannot bound an integer)
+LIMITS = (1, 2, 3, 4, 5, 10, 20, 50, 100)
+
+
+def _fields(schema: GraphSchema, labels: tuple[str, ...]) -> dict[str, str]:
+    """The comparable fields every one of ``labels`` declares with one kind (none for ``"*"``)."""
+    if not labels or ANY in labels:
+        return {}
+    kinds = [schema.field_kinds(label) for label in labels]
+    return {name: kind for name, kind in kinds[0].items() if all(k.get(name) == kind for k in kinds[1:])}
+
+
+def _conditions(prop: dict[str, Any], fields: dict[str, str]) -> dict[str, Any]:
+    """A ``*_where`` list whose items name only ``fields``, each with a value of its kind."""
+    desc = prop.get("description", "")
+    if not fields:
+        return {"type": "array", "items": prop["items"], "maxItems": 0, "description": desc}
+    base = prop["items"]
+    items = []
+    for name, kind in fields.items():
+        item = copy.deepcopy(base)
+        item.pop("description", None)
+        item["properties"]["field"] = {"type": "string", "enum": [name]}
+        item["properties"]["value"] = {"type": "string"} if kind == "str" else {"type": "number"}
+        items.append(item)
+    return {"type": "array", "items": items[0] if len(items) == 1 else {"anyOf": items}, "description": desc}
+
+
+def _order(side: str, fields: dict[str, str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "side": {"type": "string", "enum": [side]},
+            "field": {"type": "string", "enum": list(fields)},
+            "direction": {"type": "string", "enum": ["asc", "desc"]},
+        },
+        "required": ["side", "field", "direction"],
+        "additionalProperties": False,
+    }
+
+
+# the fields added to the triplet language after its first eight (chains on one entity, field
+# conditions, ordering); each has a default that keeps the old meaning
+EXTENDED_FIELDS = ("subject_from", "subject_where", "object_where", "order_by", "limit")
+
+
+def typed_triplet_search_schema(schema: GraphSchema, *, full: bool = False) -> dict[str, Any]:
+    """A strict TripletSearch schema as a union of endpoint-typed variants (see module doc).
+
+    ``full=False`` (the default) leaves out :data:`EXTENDED_FIELDS`: a small model under a
+    grammar fills free-form condition lists with repetitions until the token limit, and the
+    answer's omitted fields take their defaults. ``full=True`` narrows those fields as well
+    (condition fields per label, values of the field's kind, ``order_by`` and ``limit`` together).
+    """
     base = triplet_search_schema(schema)
+    if not full:
+        for name in EXTENDED_FIELDS:
+            base["properties"].pop(name)
+        base["required"] = [r for r in base["required"] if r not in EXTENDED_FIELDS]
     variants = []
     for subject, relations, objects, bidirectional in typed_variants(schema):
         variant = copy.deepcopy(base)
@@ -85,7 +141,30 @@ def typed_triplet_search_schema(schema: GraphSchema) -> dict[str, Any]:
         props["relation_label"] = {**props["relation_label"], "enum": list(relations)}
         props["object_label"] = {**props["object_label"], "enum": list(objects)}
         props["bidirectional"] = {**props["bidirectional"], "enum": [bidirectional]}
-        variants.append(variant)
+        if not full:
+            variants.append(variant)
+            continue
+        subject_fields = _fields(schema, (subject,))
+        object_fields = _fields(schema, objects)
+        props["subject_where"] = _conditions(props["subject_where"], subject_fields)
+        props["object_where"] = _conditions(props["object_where"], object_fields)
+        # order_by and limit come together or not at all (the planner's cross-field rule)
+        unordered = copy.deepcopy(variant)
+        unordered["properties"]["order_by"] = {"type": "null", "description": props["order_by"].get("description", "")}
+        unordered["properties"]["limit"] = {"type": "null", "description": props["limit"].get("description", "")}
+        variants.append(unordered)
+        orders = [("subject", subject_fields), ("object", object_fields)]
+        options = [_order(side, fields) for side, fields in orders if fields]
+        if options:
+            ordered = copy.deepcopy(variant)
+            order_desc = props["order_by"].get("description", "")
+            ordered["properties"]["order_by"] = {"anyOf": options, "description": order_desc}
+            ordered["properties"]["limit"] = {
+                "type": "integer",
+                "enum": list(LIMITS),
+                "description": props["limit"].get("description", ""),
+            }
+            variants.append(ordered)
     # no "type" at the root: strict_schema would close an object node that has no
     # properties of its own; the variants are closed objects
     typed: dict[str, Any] = strict_schema(
@@ -94,9 +173,9 @@ def typed_triplet_search_schema(schema: GraphSchema) -> dict[str, Any]:
     return typed
 
 
-def typed_triplet_chain_schema(schema: GraphSchema, max_hops: int) -> dict[str, Any]:
+def typed_triplet_chain_schema(schema: GraphSchema, max_hops: int, *, full: bool = False) -> dict[str, Any]:
     """A chain of 1..max_hops typed searches (joins between hops are left to the planner)."""
-    item = typed_triplet_search_schema(schema)
+    item = typed_triplet_search_schema(schema, full=full)
     return strict_schema(
         {
             "type": "object",

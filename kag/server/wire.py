@@ -25,7 +25,7 @@ from kag.errors import (
     SchemaError,
 )
 from kag.query.plan import MAX_HOPS
-from kag.query.triplet import TripletSearch
+from kag.query.triplet import Condition, OrderBy, SubjectFrom, TripletSearch
 from kag.server.http import Request, Response
 from kag.server.service import MAX_REQUEST_K
 from kag.validation import loads_json
@@ -64,6 +64,11 @@ class TripletSearchRequest(_Body):
     negated: bool | None = None
     bidirectional: bool | None = None
     count: bool | None = None
+    subject_from: SubjectFrom | None = None
+    subject_where: list[Condition] | None = None
+    object_where: list[Condition] | None = None
+    order_by: OrderBy | None = None
+    limit: int | None = None
     hops: list[TripletSearch] | None = Field(default=None, min_length=1, max_length=MAX_HOPS)
     k: int = Field(default=10, ge=1, le=MAX_REQUEST_K)
     threshold: float = Field(default=0.7, ge=0.0, le=1.0)

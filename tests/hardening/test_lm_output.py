@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kag
+from kag.datamodels.schema import provider_schema
 from kag.errors import GenerationError, LanguageModelError
 from kag.examples.seed import ENTITY_MODELS, RELATION_MODELS, City, Country, IsCapitalOf
 from kag.lm.base import Message
@@ -36,6 +37,12 @@ VALID = {
     "negated": False,
     "bidirectional": False,
     "count": False,
+    # strict schemas require every field, also those whose defaults keep the old meaning
+    "subject_from": "previous_object",
+    "subject_where": [],
+    "object_where": [],
+    "order_by": None,
+    "limit": None,
 }
 VALID_TEXT = json.dumps(VALID)
 ASK: list[Message] = [{"role": "user", "content": "What is the capital of France?"}]
@@ -203,7 +210,7 @@ async def test_callable_responses_see_copies_and_cannot_corrupt_the_record() -> 
     lm = ScriptedLM(script)
     kb = await new_kb()
     await retrieve(lm, kb)
-    assert lm.calls[0]["messages"] == ASK and lm.calls[0]["schema"] == SEARCH_SCHEMA
+    assert lm.calls[0]["messages"] == ASK and lm.calls[0]["schema"] == provider_schema(SEARCH_SCHEMA)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 import pydantic
@@ -215,3 +216,56 @@ def test_pydantic_schema_catches_bad_nested_enum() -> None:
     value = {"title": "t", "places": [{"label": "Town", "name": "x"}]}
     errors = check_json_schema(value, Atlas.model_json_schema())
     assert errors == ['$.places[0].label: "Town" is not one of ["City", "Country"]']
+
+
+# -- kag:default: strict schemas mark every property required, defaults fill omissions --------
+
+
+def test_omitted_properties_with_a_declared_default_are_filled() -> None:
+    import kag
+    from kag.datamodels.schema import provider_schema
+    from kag.examples.seed import ENTITY_MODELS, RELATION_MODELS
+    from kag.lm.jsonschema_check import fill_defaults
+
+    schema = kag.triplet_search_schema(kag.GraphSchema(ENTITY_MODELS, RELATION_MODELS))
+    old_style = {
+        "subject_label": "City",
+        "subject_similarity_search": "Paris",
+        "relation_label": "IsCapitalOf",
+        "object_label": "Country",
+        "object_similarity_search": "*",
+    }
+    filled = fill_defaults(old_style, schema)
+    assert filled["subject_where"] == [] and filled["order_by"] is None and filled["negated"] is False
+    assert filled["subject_from"] == "previous_object"
+    assert check_json_schema(filled, schema) == []
+    assert "subject_where" not in old_style  # the input is not modified
+    # a property without a default is still required
+    missing_label = {k: v for k, v in old_style.items() if k != "relation_label"}
+    assert check_json_schema(fill_defaults(missing_label, schema), schema) == [
+        "$: missing required property 'relation_label'"
+    ]
+    # what a provider receives carries no kag annotation at any depth
+    assert "kag:" not in json.dumps(provider_schema(schema)) and "kag:default" in json.dumps(schema)
+
+
+def test_defaults_fill_inside_arrays_of_objects() -> None:
+    from kag.lm.jsonschema_check import fill_defaults
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "hops": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"a": {"type": "string"}, "b": {"type": "integer", "kag:default": 3}},
+                    "required": ["a", "b"],
+                },
+            }
+        },
+        "required": ["hops"],
+    }
+    assert fill_defaults({"hops": [{"a": "x"}, {"a": "y", "b": 1}]}, schema) == {
+        "hops": [{"a": "x", "b": 3}, {"a": "y", "b": 1}]
+    }
