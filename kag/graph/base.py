@@ -19,6 +19,9 @@ from kag.errors import StoreFormatError
 from kag.query.cypher import CompiledQuery
 from kag.query.plan import QueryPlan
 
+SOURCES = "kag_sources"
+"""The provenance property (ids of the chunks an item came from): a store merges it, never replaces it."""
+
 
 @dataclass(frozen=True)
 class NodeRecord:

@@ -6,7 +6,8 @@ entity store's own persistence and plan evaluation are untouched). Chunk
 vectors form one numpy matrix ordered by chunk id, rebuilt lazily after writes,
 so a vector search is one matrix-vector product and ties fall out in id order.
 Keywords use :class:`kag.ranking.bm25.BM25Index`. Filter masks are cached per
-filter until the next write.
+filter until the next write. Searches (filter masks included) run in a worker thread
+under the graph store's lock, which every write here takes too (see ``kag.graph.memory``).
 
 A store opened with a path keeps its passages in ``<path>.passages.json``
 (written by :meth:`MemoryPassageStore.save`, read back when the store is opened).
@@ -28,14 +29,29 @@ import numpy as np
 
 from kag.errors import EmbeddingError, InvalidInputError, StoreFormatError
 from kag.files import atomic_write_json
-from kag.graph.memory import MemoryGraphStore
+from kag.graph.memory import MemoryGraphStore, run_locked
 from kag.graph.passages import ChunkRecord, DocumentRecord, Mention, PassageRow
 from kag.query.filters import SCOPED_FILTER_DEPTH, compile_matcher, validate_filter
 from kag.ranking.bm25 import BM25Index
 from kag.validation import check_k
 
 FORMAT = "kag-memory-passages"
+_DOT_BLOCK = 4096  # rows per block of the float64 dot products (bounds the temporary)
 VERSION = 1
+
+
+def _row_dots(matrix: np.ndarray, rows: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``matrix[rows] @ q`` in float64, the same arithmetic for every row.
+
+    A BLAS product may round rows differently (blocked loops and their tails), so equal
+    embeddings could score a hair apart; a per-row float64 reduction keeps their scores
+    exactly equal, as Neo4j does, and ties then fall to id order on both backends.
+    """
+    out = np.empty(rows.shape[0], dtype=np.float64)
+    for start in range(0, rows.shape[0], _DOT_BLOCK):
+        block = matrix[rows[start : start + _DOT_BLOCK]].astype(np.float64)
+        out[start : start + block.shape[0]] = (block * q).sum(axis=1)
+    return out
 
 
 @dataclass
@@ -70,7 +86,8 @@ class MemoryPassageStore:
 
     # -- schema ---------------------------------------------------------------
     async def ensure_schema(self, dimensions: int) -> None:
-        self._set_dims(int(dimensions))
+        async with self.graph_store.lock:
+            self._set_dims(int(dimensions))
 
     def _set_dims(self, dimensions: int) -> None:
         if self._dims is None:
@@ -83,6 +100,12 @@ class MemoryPassageStore:
 
     # -- writes ---------------------------------------------------------------
     async def write(
+        self, documents: Sequence[DocumentRecord], chunks: Sequence[ChunkRecord], mentions: Sequence[Mention]
+    ) -> None:
+        async with self.graph_store.lock:
+            self._write(documents, chunks, mentions)
+
+    def _write(
         self, documents: Sequence[DocumentRecord], chunks: Sequence[ChunkRecord], mentions: Sequence[Mention]
     ) -> None:
         doc_ids = {d.id for d in documents}
@@ -127,32 +150,35 @@ class MemoryPassageStore:
         return [e for e, node in self._mentions.get(chunk_id, {}).items() if self._live(e, node)]
 
     async def delete_documents(self, ids: Sequence[str]) -> int:
-        found = 0
-        for doc_id in dict.fromkeys(ids):
-            if doc_id in self._documents:
-                found += 1
-                self._drop_chunks(doc_id)
-                del self._documents[doc_id]
-        if found:
-            self._dirty = True
-        return found
+        async with self.graph_store.lock:
+            found = 0
+            for doc_id in dict.fromkeys(ids):
+                if doc_id in self._documents:
+                    found += 1
+                    self._drop_chunks(doc_id)
+                    del self._documents[doc_id]
+            if found:
+                self._dirty = True
+            return found
 
     async def link(self, mentions: Sequence[Mention]) -> int:
-        return self._add_mentions(mentions)
+        async with self.graph_store.lock:
+            return self._add_mentions(mentions)
 
     async def clear(self) -> None:
-        self._documents.clear()
-        self._doc_chunks.clear()
-        self._chunks.clear()
-        self._mentions.clear()
-        self._bm25 = BM25Index()
-        self._dirty = True
+        async with self.graph_store.lock:
+            self._documents.clear()
+            self._doc_chunks.clear()
+            self._chunks.clear()
+            self._mentions.clear()
+            self._bm25 = BM25Index()
+            self._dirty = True
 
     # -- index ----------------------------------------------------------------
     def _build(self) -> None:
         if not self._dirty:
             return
-        self._order = sorted(self._chunks)
+        self._order = sorted(self._chunks)  # code points: how Neo4j's ORDER BY sorts stored strings
         self._pos = {cid: i for i, cid in enumerate(self._order)}
         dims = self._dims or 1
         matrix = np.zeros((len(self._order), dims), dtype=np.float32)
@@ -192,6 +218,11 @@ class MemoryPassageStore:
         where: Mapping[str, Any] | None = None,
         ids: Sequence[str] | None = None,
     ) -> list[PassageRow]:
+        return await run_locked(self.graph_store.lock, self._vector_search, vector, k, where, ids)
+
+    def _vector_search(
+        self, vector: np.ndarray, k: int, where: Mapping[str, Any] | None, ids: Sequence[str] | None
+    ) -> list[PassageRow]:
         k = check_k(k, minimum=0)
         mask = self._mask(where).copy()
         if ids is not None:
@@ -207,13 +238,16 @@ class MemoryPassageStore:
         norm = np.linalg.norm(vec)
         if not np.isfinite(vec).all() or norm == 0:
             raise EmbeddingError("the query vector is zero or not finite; it cannot be compared.")
-        q = vec / norm
-        sims = np.clip((1.0 + (self._matrix[rows] @ q).astype(np.float64)) / 2.0, 0.0, 1.0)
+        q = (vec / norm).astype(np.float64)
+        sims = np.clip((1.0 + _row_dots(self._matrix, rows, q)) / 2.0, 0.0, 1.0)
         # positions follow id order, so lexsort on (position, -score) breaks ties by id
         order = np.lexsort((rows, -sims))[:k]
         return [self._row(self._order[rows[j]], float(sims[j])) for j in order]
 
     async def keyword_search(self, text: str, k: int, where: Mapping[str, Any] | None = None) -> list[PassageRow]:
+        return await run_locked(self.graph_store.lock, self._keyword_search, text, k, where)
+
+    def _keyword_search(self, text: str, k: int, where: Mapping[str, Any] | None) -> list[PassageRow]:
         k = check_k(k, minimum=0)
         if not isinstance(text, str):
             raise InvalidInputError(f"keyword_search() takes str, got {type(text).__name__}.")
@@ -230,6 +264,9 @@ class MemoryPassageStore:
         return [self._row(i, 0.0) for i in dict.fromkeys(ids) if i in self._chunks]
 
     async def mentioned_by(self, entity_ids: Sequence[str], where: Mapping[str, Any] | None) -> set[str]:
+        return await run_locked(self.graph_store.lock, self._mentioned_by, entity_ids, where)
+
+    def _mentioned_by(self, entity_ids: Sequence[str], where: Mapping[str, Any] | None) -> set[str]:
         wanted = set(entity_ids)
         if not wanted:
             return set()
@@ -245,9 +282,10 @@ class MemoryPassageStore:
         return [(str(n), str(d["label"]), dict(d["props"])) for n, d in self.graph_store.graph.nodes(data=True)]
 
     async def chunk_texts(self, after: str | None, limit: int) -> list[tuple[str, str]]:
-        self._build()
-        start = 0 if after is None else bisect.bisect_right(self._order, after)
-        return [(cid, self._chunks[cid].record.text) for cid in self._order[start : start + max(0, limit)]]
+        async with self.graph_store.lock:  # _build() rewrites the arrays a search may be reading
+            self._build()
+            start = 0 if after is None else bisect.bisect_right(self._order, after)
+            return [(cid, self._chunks[cid].record.text) for cid in self._order[start : start + max(0, limit)]]
 
     async def list_documents(
         self,

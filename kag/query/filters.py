@@ -21,6 +21,9 @@ agree by construction. Semantics follow Cypher:
 * ``$gt``/``$gte``/``$lt``/``$lte`` compare numbers with numbers and strings with
   strings; any other pairing is false, never an error; booleans are not numbers;
 * ``$contains`` is substring on strings and membership on lists;
+* edge values compare as Neo4j compares a stored property with a parameter: strings
+  by UTF-16 code units (``"\\U00010000" < "\\uffff"``), ``-0.0`` equals ``0`` but orders
+  just below it, and an integer equals a float the way Neo4j casts (``2**63 - 1 == 2.0**63``);
 * filters address leaves: a nested dict is only reachable through its leaves.
 
 Field paths: each dot-separated segment must match ``^[A-Za-z_][A-Za-z0-9_]{0,63}$``
@@ -279,6 +282,23 @@ def _kind(value: Any) -> str:
     return "other"
 
 
+def _number_equal(a: int | float, b: int | float) -> bool:
+    """Neo4j's ``=`` on numbers: exact, except an integer against an integral float.
+
+    There the float is cast to a 64-bit integer (saturating, as Java casts) and the
+    integers are compared, so ``2**63 - 1 = 2.0**63`` holds on Neo4j and here.
+    """
+    if isinstance(a, int) == isinstance(b, int):
+        return bool(a == b)
+    i, f = (a, b) if isinstance(a, int) else (b, a)
+    if not math.isfinite(f):
+        return False
+    cast = min(max(math.trunc(f), _INT64[0]), _INT64[1])
+    if float(cast) == f:
+        return i == cast
+    return float(i) == f
+
+
 def _equal(a: Any, b: Any) -> bool:
     """Cypher equality: no bool/number mixing, lists element-wise."""
     ka, kb = _kind(a), _kind(b)
@@ -286,20 +306,31 @@ def _equal(a: Any, b: Any) -> bool:
         return False
     if ka == "list":
         return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b, strict=True))
+    if ka == "number":
+        return _number_equal(a, b)
     return bool(a == b)
+
+
+def _order_key(value: Any) -> Any:
+    """How Neo4j compares a stored number or string with a parameter: UTF-16 code units; -0.0 below 0."""
+    if isinstance(value, str):
+        return value.encode("utf-16-be", "surrogatepass")
+    negative_zero = isinstance(value, float) and value == 0.0 and math.copysign(1.0, value) < 0
+    return (value, -1 if negative_zero else 0)
 
 
 def _ordered(a: Any, op: str, b: Any) -> bool:
     ka = _kind(a)
     if ka not in ("number", "string") or ka != _kind(b):
         return False
+    x, y = _order_key(a), _order_key(b)
     if op == "$gt":
-        return bool(a > b)
+        return bool(x > y)
     if op == "$gte":
-        return bool(a >= b)
+        return bool(x >= y)
     if op == "$lt":
-        return bool(a < b)
-    return bool(a <= b)
+        return bool(x < y)
+    return bool(x <= y)
 
 
 def _holds(prop: Any, op: str, operand: Any) -> bool:
@@ -324,27 +355,65 @@ def _holds(prop: Any, op: str, operand: Any) -> bool:
     return _ordered(prop, op, operand)
 
 
-def matches(where: Mapping[str, Any] | None, metadata: Mapping[str, Any]) -> bool:
-    """Whether ``metadata`` satisfies ``where`` (validated first; ``None``/``{}`` match all)."""
-    validate_filter(where, max_depth=SCOPED_FILTER_DEPTH)
-    if not where:
-        return True
-    return _eval(where, flatten_metadata(metadata))
+def _member_key(value: Any) -> tuple[str, Any] | None:
+    """A hashable key that two primitives share exactly when :func:`_equal` holds (None for lists).
+
+    Numbers: an integral float that Neo4j casts to a 64-bit integer (see :func:`_number_equal`)
+    keys as that integer, so ``1``, ``1.0`` and ``-0.0``/``0`` meet as Neo4j's ``IN`` has them meet.
+    """
+    kind = _kind(value)
+    if kind == "number" and isinstance(value, float) and math.isfinite(value):
+        cast = min(max(math.trunc(value), _INT64[0]), _INT64[1])
+        return ("number", cast if float(cast) == value else value)
+    if kind in ("number", "string", "bool"):
+        return (kind, value)
+    return None
 
 
-def _eval(where: Mapping[str, Any], props: Mapping[str, Any]) -> bool:
+# a prepared filter: ("and" | "or", [sub-filters]) or ("field", property name, [(op, operand, members)])
+_Clause = tuple[Any, ...]
+
+
+def _prepare(where: Mapping[str, Any]) -> list[_Clause]:
+    """``where`` (validated) as clauses; ``$in``/``$nin`` lists become sets (one lookup per record)."""
+    clauses: list[_Clause] = []
     for key, value in where.items():
-        if key == "$and":
-            if not all(_eval(sub, props) for sub in value):
+        if key in COMBINATORS:
+            clauses.append((key, [_prepare(sub) for sub in value]))
+            continue
+        conditions = []
+        for op, operand in _conditions(key, value):
+            members = frozenset(_member_key(v) for v in operand) if op in ("$in", "$nin") else None
+            conditions.append((op, operand, members))
+        clauses.append(("field", property_name(key), conditions))
+    return clauses
+
+
+def _run(clauses: list[_Clause], props: Mapping[str, Any]) -> bool:
+    for clause in clauses:
+        if clause[0] == "$and":
+            if not all(_run(sub, props) for sub in clause[1]):
                 return False
-        elif key == "$or":
-            if not any(_eval(sub, props) for sub in value):
+        elif clause[0] == "$or":
+            if not any(_run(sub, props) for sub in clause[1]):
                 return False
         else:
-            prop = props.get(property_name(key))
-            if not all(_holds(prop, op, operand) for op, operand in _conditions(key, value)):
-                return False
+            prop = props.get(clause[1])
+            for op, operand, members in clause[2]:
+                if members is None:
+                    if not _holds(prop, op, operand):
+                        return False
+                elif op == "$in":
+                    if prop is None or _member_key(prop) not in members:
+                        return False
+                elif prop is not None and _member_key(prop) in members:  # $nin
+                    return False
     return True
+
+
+def matches(where: Mapping[str, Any] | None, metadata: Mapping[str, Any]) -> bool:
+    """Whether ``metadata`` satisfies ``where`` (validated first; ``None``/``{}`` match all)."""
+    return compile_matcher(where)(metadata)
 
 
 def compile_matcher(where: Mapping[str, Any] | None) -> Callable[[Mapping[str, Any]], bool]:
@@ -352,8 +421,8 @@ def compile_matcher(where: Mapping[str, Any] | None) -> Callable[[Mapping[str, A
     validate_filter(where, max_depth=SCOPED_FILTER_DEPTH)
     if not where:
         return lambda metadata: True
-    checked = where
-    return lambda metadata: _eval(checked, flatten_metadata(metadata))
+    clauses = _prepare(where)
+    return lambda metadata: _run(clauses, flatten_metadata(metadata))
 
 
 # --------------------------------------------------------------------------- Cypher

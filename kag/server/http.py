@@ -9,10 +9,15 @@ It does the framing and the limits; what a request means is up to the handler
   ``Transfer-Encoding``: **411**, chunked bodies are not accepted); a body over
   ``max_body_bytes`` is refused with **413** before it is read;
 * a request must arrive completely within ``request_timeout`` seconds of its first
-  byte (else **408**); an idle keep-alive connection is closed after
-  ``keep_alive_timeout`` seconds;
+  byte (else **408**: the slow-client timeout); an idle keep-alive connection is
+  closed after ``keep_alive_timeout`` seconds;
 * malformed request lines or headers: **400**; HTTP versions other than 1.0/1.1: **505**;
-* at most ``max_connections`` connections at once (more are answered **503**);
+* at most ``max_connections`` connections at once (default 1024). When a new client
+  arrives at the limit, the server first closes a connection that is not being served:
+  the longest idle keep-alive connection, else the slowest client still sending its
+  request (idle for at least ``EVICT_GRACE`` seconds). When every connection is busy,
+  the new client is answered **503** with ``Retry-After`` (a response, never a dropped
+  connection);
 * ``Expect: 100-continue`` is honoured; keep-alive is the HTTP/1.1 default.
 
 A handler that raises gets a **500** with a generic body; the exception is logged,
@@ -39,6 +44,16 @@ logger = logging.getLogger("kag.server")
 
 DEFAULT_MAX_BODY = 1024 * 1024
 DEFAULT_MAX_HEADER = 16 * 1024
+DEFAULT_MAX_CONNECTIONS = 1024
+DEFAULT_KEEP_ALIVE_TIMEOUT = 15.0
+DEFAULT_REQUEST_TIMEOUT = 30.0
+EVICT_GRACE = 1.0
+"""Seconds a connection must have waited (idle, or stalled mid-request) before a new client may evict it."""
+RETRY_AFTER = 1
+"""The ``Retry-After`` seconds of a **503** sent because every connection is busy."""
+MIN_SHED_ROOM = 256
+"""How many 503 answers may be in progress at once, at least (else ``max_connections``); beyond, a reset."""
+_IDLE, _READING, _BUSY = "idle", "reading", "busy"
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 _TOKEN_CHARS = frozenset("!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 
@@ -84,6 +99,21 @@ class Response:
 Handler = Callable[[Request], Awaitable[Response]]
 
 
+@dataclass(eq=False)
+class _Connection:
+    """One client connection: what it is doing and since when (loop time)."""
+
+    writer: asyncio.StreamWriter
+    state: str = _IDLE
+    since: float = 0.0
+    served: int = 0
+    evicted: bool = False
+
+    def enter(self, state: str) -> None:
+        self.state = state
+        self.since = asyncio.get_running_loop().time()
+
+
 class HTTPServer:
     """Serve ``handler`` over HTTP/1.1 on ``host:port`` (``port=0``: an ephemeral port).
 
@@ -101,9 +131,9 @@ class HTTPServer:
         max_body_bytes: int = DEFAULT_MAX_BODY,
         max_header_bytes: int = DEFAULT_MAX_HEADER,
         max_headers: int = 100,
-        request_timeout: float = 30.0,
-        keep_alive_timeout: float = 15.0,
-        max_connections: int = 100,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        keep_alive_timeout: float = DEFAULT_KEEP_ALIVE_TIMEOUT,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
         server_name: str = "kag",
     ) -> None:
         for name, value in (
@@ -129,17 +159,28 @@ class HTTPServer:
         self.max_connections = max_connections
         self.server_name = server_name
         self._server: asyncio.Server | None = None
-        self._connections: set[asyncio.StreamWriter] = set()
-        self._busy: set[asyncio.StreamWriter] = set()
+        self._connections: dict[asyncio.StreamWriter, _Connection] = {}
+        self._shedding: set[asyncio.StreamWriter] = set()  # being answered 503 (not in _connections)
+        self._tasks: set[asyncio.Task[Any]] = set()  # every connection's handler task, until it ends
         self._closing = False
+        self.evicted = 0
+        """How many idle or slow connections were closed to make room (since start)."""
+        self.shed = 0
+        """How many clients were answered 503 because every connection was busy (since start)."""
 
     # -- lifecycle ------------------------------------------------------------
     async def start(self) -> None:
         """Bind and start accepting connections."""
         if self._server is not None:
             return
+        # a backlog as deep as the connection limit (the kernel caps it at somaxconn): a burst
+        # of clients waits in the accept queue instead of timing out on SYN retries
         self._server = await asyncio.start_server(
-            self._on_connection, self.host, self.requested_port, limit=self.max_header_bytes
+            self._on_connection,
+            self.host,
+            self.requested_port,
+            limit=self.max_header_bytes,
+            backlog=max(128, self.max_connections),
         )
 
     @property
@@ -168,16 +209,29 @@ class HTTPServer:
         server, self._server = self._server, None
         if server is not None:
             server.close()
-        for writer in list(self._connections - self._busy):
-            writer.close()
+        for conn in list(self._connections.values()):
+            if conn.state != _BUSY:
+                conn.writer.close()
         deadline = asyncio.get_running_loop().time() + grace
-        while self._busy and asyncio.get_running_loop().time() < deadline:
+        while self._busy() and asyncio.get_running_loop().time() < deadline:
             await asyncio.sleep(0.02)
-        for writer in list(self._connections):
+        for writer in [*self._connections, *self._shedding]:
             writer.close()
+        # let every connection task finish (they see EOF now), so none is cancelled mid-close
+        tasks = [t for t in self._tasks if t is not asyncio.current_task()]
+        if tasks:
+            await asyncio.wait(tasks, timeout=grace)
         if server is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(server.wait_closed(), timeout=grace)
+
+    def _busy(self) -> bool:
+        return any(conn.state == _BUSY for conn in self._connections.values())
+
+    @property
+    def connections(self) -> int:
+        """How many client connections are open now (503s in progress excluded)."""
+        return len(self._connections)
 
     async def __aenter__(self) -> HTTPServer:
         await self.start()
@@ -190,30 +244,39 @@ class HTTPServer:
     async def _on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
         client = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 else ""
-        if len(self._connections) >= self.max_connections or self._closing:
-            await self._send(writer, Response.error(503, _kind(503), "too many connections"), keep_alive=False)
-            await _close(writer)
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        if self._closing:
+            await self._shed(reader, writer, "the server is shutting down")
             return
-        self._connections.add(writer)
+        if len(self._connections) >= self.max_connections and not self._evict_one():
+            await self._shed(reader, writer, "the server is busy; retry shortly")
+            return
+        conn = _Connection(writer)
+        conn.enter(_IDLE)
+        self._connections[writer] = conn
         try:
-            while not self._closing:
+            while not self._closing and not conn.evicted:
+                conn.enter(_IDLE)
                 try:
-                    request = await self._read_request(reader, writer, client)
+                    request = await self._read_request(reader, writer, client, conn)
                 except RequestRejected as rej:
+                    if conn.evicted:
+                        break
                     error = Response.error(rej.status, _kind(rej.status), rej.message, rej.headers)
                     await self._send(writer, error, keep_alive=False)
                     if rej.status == 413:  # read what the client is still sending, so it sees the 413
                         await _discard(reader, 8 * self.max_body_bytes, timeout=2.0)
                     break
-                if request is None:
+                if request is None or conn.evicted:
                     break
-                self._busy.add(writer)
-                try:
-                    response = await self._dispatch(request)
-                    keep_alive = _wants_keep_alive(request) and not self._closing
-                    await self._send(writer, response, keep_alive, head=request.method == "HEAD")
-                finally:
-                    self._busy.discard(writer)
+                conn.enter(_BUSY)
+                response = await self._dispatch(request)
+                keep_alive = _wants_keep_alive(request) and not self._closing
+                await self._send(writer, response, keep_alive, head=request.method == "HEAD")
+                conn.served += 1
                 if not keep_alive:
                     break
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -221,7 +284,55 @@ class HTTPServer:
         except asyncio.CancelledError:  # the loop is shutting down
             pass
         finally:
-            self._connections.discard(writer)
+            self._connections.pop(writer, None)
+            await _close(writer)
+
+    def _evict_one(self) -> bool:
+        """Close the connection that is cheapest to lose, to make room; False if none may go.
+
+        Idle keep-alive connections go first (longest idle first), then clients that
+        stalled mid-request or never sent one (longest stalled first); a connection
+        younger than ``EVICT_GRACE`` in its state, or one being served, is never evicted.
+        """
+        now = asyncio.get_running_loop().time()
+        best: _Connection | None = None
+        best_key: tuple[int, float] | None = None
+        for conn in self._connections.values():
+            if conn.state == _BUSY or conn.evicted or now - conn.since < EVICT_GRACE:
+                continue
+            # served idle connections are plain keep-alives: cheaper to close than a stalled request
+            key = (0 if conn.state == _IDLE and conn.served else 1, conn.since)
+            if best_key is None or key < best_key:
+                best, best_key = conn, key
+        if best is None:
+            return False
+        best.evicted = True
+        self._connections.pop(best.writer, None)
+        self.evicted += 1
+        if best.state == _READING:
+            # the client is mid-request: tell it why before closing
+            best.writer.write(_head_bytes(408, "closed to serve other clients", self.server_name))
+        best.writer.close()
+        return True
+
+    async def _shed(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, message: str) -> None:
+        """Answer 503 + ``Retry-After`` and close without a reset (the request is read and dropped)."""
+        self.shed += 1
+        if len(self._shedding) >= max(self.max_connections, MIN_SHED_ROOM):  # a flood: no room even to answer
+            writer.transport.abort()
+            return
+        self._shedding.add(writer)
+        try:
+            response = Response.error(503, _kind(503), message, {"Retry-After": str(RETRY_AFTER)})
+            await self._send(writer, response, keep_alive=False)
+            with contextlib.suppress(Exception):
+                if writer.can_write_eof():
+                    writer.write_eof()
+            # drain what the client sends until it closes: closing with unread data would reset
+            # the connection and could destroy the 503 before the client reads it
+            await _discard(reader, 4 * self.max_header_bytes + self.max_body_bytes, timeout=2.0)
+        finally:
+            self._shedding.discard(writer)
             await _close(writer)
 
     async def _dispatch(self, request: Request) -> Response:
@@ -234,15 +345,16 @@ class HTTPServer:
             return Response.error(500, "InternalServerError", "internal server error")
 
     async def _read_request(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, client: str
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, client: str, conn: _Connection
     ) -> Request | None:
         loop = asyncio.get_running_loop()
         try:
             first = await asyncio.wait_for(reader.read(1), timeout=self.keep_alive_timeout)
         except TimeoutError:
             return None  # idle keep-alive connection: close quietly
-        if not first:
+        if not first or conn.evicted:
             return None
+        conn.enter(_READING)
         deadline = loop.time() + self.request_timeout
         try:
             rest = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout=self.request_timeout)
@@ -373,6 +485,15 @@ _KINDS = {
     503: "Unavailable",
     505: "HTTPVersionNotSupported",
 }
+
+
+def _head_bytes(status: int, message: str, server_name: str) -> bytes:
+    body = json.dumps({"error": {"type": _kind(status), "message": message}}).encode()
+    head = (
+        f"HTTP/1.1 {status} {_reason(status)}\r\nServer: {server_name}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    )
+    return head.encode("latin-1") + body
 
 
 def _kind(status: int) -> str:
