@@ -6,9 +6,9 @@ Usage::
 
 Deterministic (``random.Random(SEED)``, inputs sorted). Every question has an ``id``, a
 ``type`` and ``subtype``, the ``question`` text, the ``answer`` computed from the data
-itself (never from kag), and a ``gold_search`` in kag's triplet language — with the
-proposed extensions of ``README.md`` where today's language cannot say it; those
-questions list the extensions they use in ``extensions``. ``answer_node`` is the path
+itself (never from kag), and a ``gold_search`` in kag's triplet language; questions
+whose search needs a negated hop in a chain, field conditions or ``order_by`` list
+those features in ``extensions`` (see ``README.md``). ``answer_node`` is the path
 position (0 = the first hop's subject) whose entity names form the answer.
 """
 
@@ -195,7 +195,7 @@ def hop(
     count: bool = False,
     **extension: Any,
 ) -> dict[str, Any]:
-    """One triplet search; ``extension`` adds proposed fields (``subject_where``, ``order_by``, ...)."""
+    """One triplet search; ``extension`` adds the newer fields (``subject_where``, ``order_by``, ...)."""
     out: dict[str, Any] = {
         "subject_label": subject_label,
         "subject_similarity_search": subject_text,
@@ -1198,7 +1198,7 @@ def _threshold(values: Sequence[float], steps: Sequence[float], rng: random.Rand
 
 
 def comparisons(d: Data, b: Builder, rng: random.Random) -> None:
-    """Property comparisons on a declared numeric field (proposed ``subject_where``/``object_where``)."""
+    """Property comparisons on a declared numeric field (``subject_where``/``object_where``)."""
     for iso in _pick(rng, d.isos(lambda c: len(d.cities_of[c["iso"]]) >= 3), 14):
         c = d.name(iso)
         pops = {n: d.city[n]["population"] for n in d.cities_of[iso] if d.city[n]["population"] is not None}
@@ -1307,7 +1307,7 @@ def _unique_top(values: dict[str, float], direction: str) -> str | None:
 
 
 def superlatives(d: Data, b: Builder, rng: random.Random) -> None:
-    """The entity with the highest or lowest value of a field (proposed ``order_by`` + ``limit``)."""
+    """The entity with the highest or lowest value of a field (``order_by`` + ``limit``)."""
     multi = d.isos(lambda c: len([n for n in d.cities_of[c["iso"]] if d.city[n]["population"] is not None]) >= 2)
     for iso in _pick(rng, multi, 16):
         c = d.name(iso)

@@ -2,9 +2,10 @@
 
 It reads the JSON itself, matches texts to names *exactly* (after folding accents and
 case, aliases included, or through an explicit ``resolve`` map for misspellings), and
-implements the semantics of ``kag/query/plan.py`` plus the proposed extensions of
-``README.md``. The dataset tests use it to check that every gold search, read with
-those semantics, yields its gold answer: a check of the questions, not of kag.
+implements the semantics of ``kag/query/plan.py`` (negated hops in chains, field
+conditions and ``order_by`` included) as ``README.md`` states them. The dataset tests
+use it to check that every gold search, read with those semantics, yields its gold
+answer: a check of the questions, not of kag.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -215,3 +215,219 @@ def test_config() -> None:
 
 def test_answer_model_is_the_demo_one() -> None:
     assert set(Answer.model_fields) == {"answer"}
+
+
+# -- a tiny hand-made graph: several conditions, negation inside a chain, numbers ----------
+# Invented names, so nothing here can lean on the countries data the KGQA benchmark uses.
+
+
+class Landmass(kag.Entity):
+    """A continent."""
+
+    label: Literal["Landmass"] = "Landmass"
+    name: str = kag.Field(description="The continent's name")
+
+
+class Nation(kag.Entity):
+    """A country."""
+
+    label: Literal["Nation"] = "Nation"
+    name: str = kag.Field(description="The country's name")
+    population: int | None = kag.Field(default=None, description="Number of inhabitants")
+    area: float | None = kag.Field(default=None, description="Area in square kilometres")
+    aliases: list[str] = kag.Field(default=[], description="Other names")
+
+
+class Town(kag.Entity):
+    """A city."""
+
+    label: Literal["Town"] = "Town"
+    name: str = kag.Field(description="The city's name")
+    population: int | None = kag.Field(default=None, description="Number of inhabitants")
+
+
+class Money(kag.Entity):
+    """A currency."""
+
+    label: Literal["Money"] = "Money"
+    name: str = kag.Field(description="The currency's name")
+
+
+class LiesIn(kag.Relation):
+    """The country is on the continent."""
+
+    subj: Nation
+    label: Literal["LiesIn"] = "LiesIn"
+    obj: Landmass
+
+
+class PaysWith(kag.Relation):
+    """The country uses the currency."""
+
+    subj: Nation
+    label: Literal["PaysWith"] = "PaysWith"
+    obj: Money
+
+
+class SharesBorder(kag.Relation, symmetric=True):
+    """The two countries share a land border."""
+
+    subj: Nation
+    label: Literal["SharesBorder"] = "SharesBorder"
+    obj: Nation
+
+
+class TownOf(kag.Relation):
+    """The city is in the country."""
+
+    subj: Town
+    label: Literal["TownOf"] = "TownOf"
+    obj: Nation
+
+
+class CapitalOf(kag.Relation):
+    """The city is the capital of the country."""
+
+    subj: Town
+    label: Literal["CapitalOf"] = "CapitalOf"
+    obj: Nation
+
+
+NATIONS = {  # name: (landmass, population, area, currency, aliases)
+    "Arden": ("Westmark", 5_000_000, 40_000.0, "Crown", ["Ardenne"]),
+    "Borduria": ("Westmark", 12_000_000, 90_000.0, "US Dollar", []),
+    "Carpania": ("Westmark", 800_000, 20_000.0, "Crown", []),
+    "Syldavia": ("Eastreach", 3_000_000, 60_000.0, "Crown", []),
+    "Zembla": ("Eastreach", 9_000_000, 150_000.0, "US Dollar", []),
+}
+TOWNS = {  # name: (nation, population, capital)
+    "Ardport": ("Arden", 1_200_000, True),
+    "Millbrook": ("Arden", 300_000, False),
+    "Stonehaven": ("Arden", 2_500_000, False),
+    "Szohod": ("Borduria", 900_000, True),
+    "Dunmere": ("Borduria", 6_000_000, False),
+    "Carpa": ("Carpania", 100_000, True),
+    "Saint John's": ("Carpania", 50_000, False),
+    "Klow": ("Syldavia", 400_000, True),
+    "Onhava": ("Zembla", 2_000_000, True),
+}
+BORDERS = [("Arden", "Borduria"), ("Borduria", "Carpania"), ("Borduria", "Syldavia"), ("Syldavia", "Zembla")]
+
+
+class Question(kag.DataModel):
+    """A user question."""
+
+    query: str = kag.Field(description="The user's question")
+
+
+class Listed(kag.DataModel):
+    """An answer grounded in the retrieved facts."""
+
+    answer: str = kag.Field(description="The answer")
+    entities: list[str] = kag.Field(description="The names of the entities that answer the question")
+    number: int | None = kag.Field(description="The number asked for by a 'how many' question, else null")
+
+
+@pytest.fixture(scope="module")
+def atlas() -> kag.KnowledgeBase:
+    kb = kag.KnowledgeBase(
+        "memory://",
+        entity_models=[Landmass, Nation, Town, Money],
+        relation_models=[LiesIn, PaysWith, SharesBorder, TownOf, CapitalOf],
+    )
+    nations = {
+        name: Nation(name=name, population=pop, area=area, aliases=aliases)
+        for name, (_, pop, area, _, aliases) in NATIONS.items()
+    }
+    items: list[kag.Entity | kag.Relation] = list(nations.values())
+    for name, (land, _, _, money, _) in NATIONS.items():
+        items += [
+            LiesIn(subj=nations[name], obj=Landmass(name=land)),
+            PaysWith(subj=nations[name], obj=Money(name=money)),
+        ]
+    for name, (nation, pop, capital) in TOWNS.items():
+        town = Town(name=name, population=pop)
+        items.append(TownOf(subj=town, obj=nations[nation]))
+        if capital:
+            items.append(CapitalOf(subj=town, obj=nations[nation]))
+    items += [SharesBorder(subj=nations[a], obj=nations[b]) for a, b in BORDERS]
+    asyncio.run(kb.upsert(items))
+    return kb
+
+
+@pytest.fixture(scope="module")
+def atlas_program(atlas: kag.KnowledgeBase) -> Program:
+    lm = LexicalLM(knowledge_base=atlas)
+    inputs = kag.programs.Input(data_model=Question)
+    facts = kag.programs.KnowledgeRetriever(knowledge_base=atlas, language_model=lm, k=100, threshold=0.7, max_hops=2)(
+        inputs
+    )
+    answer = kag.programs.Generator(data_model=Listed, language_model=lm, return_inputs=True)(facts)
+    return Program(inputs=inputs, outputs=answer)
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        # two conditions on one entity: a path through the answer
+        ("Which countries in Westmark use the Crown?", {"Arden", "Carpania"}),
+        ("Which neighbours of Borduria use the Crown?", {"Arden", "Carpania", "Syldavia"}),
+        # a negated hop inside a chain
+        ("Which countries in Westmark do not use the Crown?", {"Borduria"}),
+        ("Which neighbours of Arden do not use the Crown?", {"Borduria"}),
+        # property comparisons on declared numeric fields
+        ("Which cities in Arden have more than 1 million inhabitants?", {"Ardport", "Stonehaven"}),
+        ("Which countries in Westmark have an area below 50,000 square kilometres?", {"Arden", "Carpania"}),
+        ("Which neighbours of Syldavia have more than 5 million people?", {"Borduria", "Zembla"}),
+        # superlatives: order_by + limit 1
+        ("What is the most populous city of Arden?", {"Stonehaven"}),
+        ("What is the smallest country in Eastreach by area?", {"Syldavia"}),
+        ("Which neighbour of Syldavia has the fewest inhabitants?", {"Zembla"}),
+        # the superlative orders the node its noun names, inside a chain
+        ("What is the capital of the most populous country in Westmark?", {"Szohod"}),
+        # a chain whose asked label is not the named relation's endpoint
+        ("What are the capitals of the countries that border Syldavia?", {"Szohod", "Onhava"}),
+        # stopwords inside names
+        ("Which countries use the US Dollar?", {"Borduria", "Zembla"}),
+        ("In which country is Saint John's?", {"Carpania"}),
+        # another name of the entity: the answer is the fact's other end, never the question's spelling
+        ("On which continent is Ardenne?", {"Westmark"}),
+    ],
+)
+async def test_answers_on_a_hand_made_graph(atlas_program: Program, question: str, expected: set[str]) -> None:
+    result = await atlas_program(Question(query=question))
+    assert set(result.entities) == expected, (question, result.search)  # type: ignore[attr-defined]
+
+
+async def test_searches_for_the_new_capabilities(atlas: kag.KnowledgeBase) -> None:
+    lm = LexicalLM(knowledge_base=atlas)
+    schema = kag.GraphSchema([Landmass, Nation, Town, Money], [LiesIn, PaysWith, SharesBorder, TownOf, CapitalOf])
+
+    async def chain(question: str) -> list[dict[str, Any]]:
+        out = await lm.generate(
+            [{"role": "user", "content": f"query: {question}"}], kag.triplet_chain_schema(schema, 3)
+        )
+        return list(out["hops"])
+
+    both = await chain("How many countries in Westmark use the Crown?")
+    assert [(h["relation_label"], h["negated"]) for h in both] == [("LiesIn", False), ("PaysWith", False)]
+    assert both[0]["subject_similarity_search"] == "Westmark" and both[1]["object_similarity_search"] == "Crown"
+    assert both[0]["count"] is True
+    assert (await atlas.triplet_search({"hops": both})).count == 2
+    negated = await chain("Which countries in Westmark do not use the Crown?")
+    assert [(h["relation_label"], h["negated"]) for h in negated] == [("LiesIn", False), ("PaysWith", True)]
+    compared = await chain("Which cities in Arden have more than 1.5 million inhabitants?")
+    assert compared[0]["subject_where"] == [{"field": "population", "op": ">", "value": 1_500_000}]
+    top = await chain("What is the most populous city of Arden?")
+    assert top[0]["order_by"] == {"side": "subject", "field": "population", "direction": "desc"}
+    assert top[0]["limit"] == 1
+    two_hop = await chain("What are the capitals of the countries that border Syldavia?")
+    assert sorted(h["relation_label"] for h in two_hop) == ["CapitalOf", "SharesBorder"]
+    linked = await chain("On which continent is Ardenne?")
+    assert linked[0]["subject_similarity_search"] == "Arden"  # the linked node, not the question's spelling
+    # a schema without the newer fields still gets a valid search (no unknown properties)
+    plain = kag.triplet_search_schema(schema)
+    plain["properties"] = {k: v for k, v in plain["properties"].items() if k not in ("order_by", "limit")}
+    plain["required"] = [k for k in plain["required"] if k in plain["properties"]]
+    single = await lm.generate([{"role": "user", "content": "query: What is the most populous city of Arden?"}], plain)
+    assert "order_by" not in single and single["object_similarity_search"] == "Arden"

@@ -9,15 +9,21 @@ from dataclasses import dataclass
 
 from kag.lm.lexical.schema import NameLookup, _Schema
 from kag.lm.lexical.text import (
+    _COMPARE,
     _CONNECTORS,
     _COUNT,
+    _DESCENDING,
     _NEGATION,
     _PREPOSITIONS,
+    _SCALE,
     _STOPWORDS,
+    _SUPERLATIVE,
     _WH,
     _YES_NO,
     ANY,
+    comparison_op,
     stem,
+    synonyms,
     words,
 )
 
@@ -34,6 +40,24 @@ class _Mention:
 
 
 @dataclass
+class _Compare:
+    """``<field> <op> <value>`` asked for by a phrase ("more than 5 million people")."""
+
+    op: str
+    value: int | float
+    start: int  # token span of the phrase (the number and its unit words)
+    end: int
+
+
+@dataclass
+class _Superlative:
+    """ "the most populous", "the smallest ... by area": order by a field, keep the first."""
+
+    descending: bool
+    pos: int
+
+
+@dataclass
 class _Analysis:
     tokens: list[str]
     mentions: list[_Mention]
@@ -42,6 +66,20 @@ class _Analysis:
     rel_scores: dict[str, float]
     count: bool
     negated: bool
+    # where the negation word is (token index), or None
+    negation_at: int | None = None
+    # relation label -> token positions of its strong words (outside names)
+    rel_positions: dict[str, list[int]] | None = None
+    compare: _Compare | None = None
+    superlative: _Superlative | None = None
+    # stems of the words that may name a field (outside names), with their positions
+    field_words: list[tuple[int, str]] | None = None
+    # the label words ("cities") by position: a relation word there names the label, not a hop
+    label_at: dict[int, str] | None = None
+
+    @property
+    def label_positions(self) -> frozenset[int]:
+        return frozenset(self.label_at or ())
 
 
 class _NameIndex:
@@ -84,14 +122,21 @@ class _NameIndex:
                 label = hit.entity.label
                 if label not in labels:
                     continue
+                # the canonical name: the search is then written as the graph names it
                 name = hit.entity.search_text()
-                tokens = words(name)
-                if tokens == list(gram):
+                names_of = getattr(hit.entity, "names", None)
+                known = names_of() if callable(names_of) else [name]
+                forms = [words(n) for n in known]
+                if any(tokens == list(gram) for tokens in forms):
                     found.setdefault(label, name)
-                elif fuzzy and len(tokens) == len(gram):
-                    ratio = difflib.SequenceMatcher(None, text, " ".join(tokens)).ratio()
-                    if ratio >= self.fuzzy_ratio:
-                        close.append((ratio, label, name))
+                elif fuzzy:
+                    ratios = [
+                        difflib.SequenceMatcher(None, text, " ".join(tokens)).ratio()
+                        for tokens in forms
+                        if len(tokens) == len(gram)
+                    ]
+                    if ratios and max(ratios) >= self.fuzzy_ratio:
+                        close.append((max(ratios), label, name))
         if found:
             return found, True
         if close:
@@ -128,6 +173,7 @@ def _capitalized_mentions(question: str, labels: Sequence[str], vocab: set[str])
 
 
 def _vocabulary(schema: _Schema) -> set[str]:
+    """The schema's own words (labels, relations, docstrings): n-grams made only of them are no names."""
     vocab = set(_STOPWORDS)
     for rel in schema.relations.values():
         vocab.update(w for w, weight in rel.vocab.items() if weight >= 1.0)
@@ -137,16 +183,59 @@ def _vocabulary(schema: _Schema) -> set[str]:
     return vocab
 
 
+# a stopword may start or end a name the graph holds ("US Dollar", "Saint John's"); these
+# may, when the whole n-gram is then found exactly
+_HARD_EDGES = _PREPOSITIONS | _WH | _YES_NO | {"and", "or", "than"}
+_NEGATION_WORDS = frozenset({"not", "no", "none", "without", "never", "neither", "nor"})
+
+
+def _token_index(question: str, offset: int) -> int:
+    """The index of the token starting at (or after) character ``offset``."""
+    return len(words(question[:offset]))
+
+
+def _find_compare(question: str) -> _Compare | None:
+    m = _COMPARE.search(question)
+    if m is None:
+        return None
+    digits = re.sub(r"[,\s]", "", m.group(2))
+    value: int | float = float(digits) if "." in digits else int(digits)
+    if m.group(3):
+        value = value * _SCALE[m.group(3).lower()]
+        value = int(value) if float(value).is_integer() else value
+    return _Compare(
+        comparison_op(m.group(1)), value, _token_index(question, m.start()), _token_index(question, m.end())
+    )
+
+
+def _negation_at(tokens: Sequence[str]) -> int | None:
+    for i, t in enumerate(tokens):
+        if t in _NEGATION_WORDS or (t == "t" and i and tokens[i - 1].endswith("n")):
+            return i
+    return None
+
+
 async def _analyze(question: str, schema: _Schema, index: _NameIndex, max_ngram: int) -> _Analysis:
     tokens = words(question)
     stems = [stem(t) for t in tokens]
     vocab = _vocabulary(schema)
+    weak_vocab = vocab | {w for rel in schema.relations.values() for w in rel.vocab}
     labels = schema.entity_labels
+    compare = _find_compare(question)
+    sup = _SUPERLATIVE.search(question)
+    superlative = (
+        _Superlative(sup.group(1).lower() in _DESCENDING, _token_index(question, sup.start())) if sup else None
+    )
 
     # 1. entity mentions: longest exact n-grams first, then close spellings
     mentions: list[_Mention] = []
     if index.available:
         taken = [False] * len(tokens)
+        if compare is not None:  # "more than 5 million": a number, not a name
+            for p in range(compare.start, min(compare.end, len(tokens))):
+                taken[p] = True
+        if superlative is not None and superlative.pos < len(tokens):
+            taken[superlative.pos] = True  # "largest" is no misspelt name
         grams = [
             (i, j)
             for n in range(min(max_ngram, len(tokens)), 0, -1)
@@ -155,16 +244,34 @@ async def _analyze(question: str, schema: _Schema, index: _NameIndex, max_ngram:
         ]
         for fuzzy in (False, True):
             for i, j in grams:
+                inside = [m for m in mentions if i <= m.start and m.end <= j]
                 if any(taken[i:j]):
-                    continue
+                    # a misspelt longer name may hold a shorter exact one ("Frech Guiana": "Guiana")
+                    if not fuzzy or not inside or j - i < 2:
+                        continue
+                    if sum(m.end - m.start for m in inside) != sum(taken[i:j]):
+                        continue
                 gram = tokens[i:j]
-                if (gram[0] in _STOPWORDS and gram[0] != "the") or gram[-1] in _STOPWORDS:
+                edge_ok = not fuzzy and len(gram) > 1
+                if (gram[0] in _STOPWORDS and gram[0] != "the" and not (edge_ok and gram[0] not in _HARD_EDGES)) or (
+                    gram[-1] in _STOPWORDS and not (edge_ok and gram[-1] not in _HARD_EDGES)
+                ):
                     continue
                 if all(stem(t) in vocab or t in vocab for t in gram):
                     continue  # "cities", "capital of": schema words, not names
                 if fuzzy and (len("".join(gram)) < 5 or any(t.isdigit() for t in gram)):
                     continue
+                if fuzzy and all(stem(t) in weak_vocab for t in gram):
+                    continue  # "belong" (a relation's docstring word) is no misspelt "Bong"
                 names, exact = await index.lookup(gram, labels, fuzzy)
+                if names and inside:
+                    ratio = max(
+                        difflib.SequenceMatcher(None, " ".join(gram), " ".join(words(n))).ratio()
+                        for n in names.values()
+                    )
+                    if ratio < 0.9:
+                        continue
+                    mentions = [m for m in mentions if m not in inside]
                 if names:
                     prev = tokens[i - 1] if i else ""
                     mentions.append(_Mention(i, j, names, exact, prev in _PREPOSITIONS))
@@ -186,29 +293,77 @@ async def _analyze(question: str, schema: _Schema, index: _NameIndex, max_ngram:
                 if tuple(stems[i : i + n]) == phrase and not covered & set(range(i, i + n)):
                     label_hits.append((i, label, weight))
     label_hits.sort(key=lambda h: (h[0], -h[2]))
+
+    # 3. relation evidence (a word of the relation's name, its docstring, or an everyday synonym)
+    rel_scores: dict[str, float] = dict.fromkeys(schema.relations, 0.0)
+    rel_positions: dict[str, list[int]] = {label: [] for label in schema.relations}
+    seen: set[tuple[str, str]] = set()
+    field_words: list[tuple[int, str]] = []
+    for p, st in enumerate(stems):
+        if p in covered:
+            continue
+        forms = synonyms(st)
+        field_words.extend((p, f) for f in forms)
+        for label, rel in schema.relations.items():
+            weight = max(rel.vocab.get(f, 0.0) for f in forms)
+            if weight >= 1.0:
+                rel_positions[label].append(p)
+            if weight and (label, st) not in seen:
+                rel_scores[label] += weight
+        seen.update((label, st) for label in schema.relations)
+
     target: str | None = None
     for pos, label, _weight in label_hits:
         window = tokens[max(0, pos - 3) : pos]
         if any(w in _WH or w == "many" for w in window):
             target = label
             break
+    if target is None:
+        # "What are the capitals of ...", "How many neighbours ...": the asked word names a
+        # relation; what is asked is that relation's subject
+        target = _relation_noun_target(tokens, covered, label_hits, rel_positions, schema)
     if target is None and label_hits:
         strong = [h for h in label_hits if h[2] >= 1.0] or label_hits
         target = strong[0][1]
     hints = {label for _, label, _ in label_hits if label != target}
-
-    # 3. relation evidence
-    free = [s for p, s in enumerate(stems) if p not in covered]
-    rel_scores = {
-        label: sum(max((rel.vocab.get(s, 0.0),), default=0.0) for s in set(free))
-        for label, rel in schema.relations.items()
-    }
+    negation_at = _negation_at(tokens) if _NEGATION.search(question) else None
     return _Analysis(
         tokens=tokens,
-        mentions=mentions[:2],
+        mentions=mentions[:3],
         target=target,
         hints=hints,
         rel_scores=rel_scores,
         count=bool(_COUNT.search(question)),
         negated=bool(_NEGATION.search(question)),
+        negation_at=negation_at,
+        rel_positions=rel_positions,
+        compare=compare,
+        superlative=superlative,
+        field_words=field_words,
+        label_at={pos: label for pos, label, weight in sorted(label_hits, key=lambda h: h[2])},
     )
+
+
+def _relation_noun_target(
+    tokens: Sequence[str],
+    covered: set[int],
+    label_hits: Sequence[tuple[int, str, float]],
+    rel_positions: Mapping[str, list[int]],
+    schema: _Schema,
+) -> str | None:
+    """The subject label of a relation named right after the question word, if any."""
+    label_at = {pos for pos, _, _ in label_hits}
+    for w, token in enumerate(tokens):
+        if token not in _WH and token != "many":
+            continue
+        for p in range(w + 1, min(len(tokens), w + 4)):
+            if p in covered or p in label_at:
+                return None
+            rels = [label for label, ps in rel_positions.items() if p in ps]
+            subjects = {lab for r in rels for lab in schema.relations[r].subj}
+            if len(subjects) == 1:
+                return subjects.pop()
+            if tokens[p] not in _STOPWORDS:
+                return None
+        return None
+    return None

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kag.lm.lexical.text import _ARROW, _FACT_TAIL, _SECTION, _YES_NO, stem, words
+from kag.lm.lexical.text import _ARROW, _COMPARE, _FACT_TAIL, _SECTION, _SUPERLATIVE, _YES_NO, stem, words
 from kag.ranking.linking import name_key
 
 # -- answering from the rendered context -------------------------------------------------
@@ -114,7 +114,14 @@ def _compose(prompt: str) -> _Answer:
     tokens = words(question)
     searched = _searched_names(sections)
 
+    # the search names the question's entities as the graph does: when it names a fact's node, it
+    # alone says what was asked about ("Sudan" is not named by "South Sudan", nor "French" by
+    # "French Guiana"); otherwise (an unlinked spelling) the question's words do
+    linked = bool(searched) and any(name_key(n) in searched for f in facts for n in f.nodes)
+
     def named(name: str) -> bool:
+        if linked:
+            return name_key(name) in searched
         return _contains(tokens, name) or name_key(name) in searched
 
     source = f"top fact: {facts[0].text}" if facts else ""
@@ -136,8 +143,10 @@ def _compose(prompt: str) -> _Answer:
             None,
             False,
         )
-    # a property question ("What is the population of Tokyo?")
-    for fact in facts:
+    # a property question ("What is the population of Tokyo?"), unless the property only
+    # filters or orders what is asked ("neighbours with a population of more than 2 million")
+    ranked = bool(_COMPARE.search(question) or _SUPERLATIVE.search(question))
+    for fact in [] if ranked else facts:
         for name, props in fact.props.items():
             if not named(name):
                 continue

@@ -6,25 +6,34 @@ anywhere. It answers two kinds of requests:
 * **Triplet searches** (the schema of :func:`kag.triplet_search_schema` or
   :func:`kag.triplet_chain_schema`): it reads the question, finds the entity
   names the knowledge base holds (n-grams looked up with
-  ``kb.similarity_search``, exact after normalization, or a close spelling),
-  the declared labels ("cities" -> ``City``), the relation names split on
+  ``kb.similarity_search``: a name or alias exact after normalization, or a
+  close spelling; the search is written with the graph's own name), the
+  declared labels ("cities" -> ``City``), the relation names split on
   CamelCase (``IsCapitalOf`` -> "capital") plus the words of the relation
-  models' docstrings and field descriptions, and the logic words ("how many"
-  -> ``count``, "not"/"without" -> ``negated``). It then picks the pattern whose
-  endpoint types fit, or a chain of up to ``max_hops`` patterns when no single
-  relation links the names to the label being asked for.
+  models' docstrings and field descriptions (and a few everyday synonyms:
+  "neighbour" -> "border", "populous" -> "population"), and the logic words
+  ("how many" -> ``count``, "not"/"without" -> ``negated``). It then picks
+  the pattern whose endpoint types fit, or a chain of up to ``max_hops``
+  patterns when no single relation links the names to the label being asked
+  for, or when a chain uses more of the relations the question names ("the
+  capitals of the countries that border X"). Two conditions on the asked-for
+  entity ("Which countries in Africa use the Euro?", "... do not use the
+  Euro?") become a chain through it, the second hop negated when the
+  negation governs it. "more than 5 million people" becomes a
+  ``subject_where``/``object_where`` condition and "the most populous" an
+  ``order_by`` + ``limit`` 1, on a declared numeric field of the asked-for side.
 * **Anything else** (e.g. a Generator's answer model): it fills the schema
   *extractively* from the facts rendered in the prompt — the entities of the
-  retrieved facts that the question did not mention, a count, or a property
+  retrieved facts that the search did not name, a count, or a property
   value — and says so in the answer. It never invents facts.
 
 Limits (by design): no paraphrase or synonym understanding beyond the words of
-labels, relation names and docstrings; no numeric comparisons ("more than 1
-million"), no superlatives, no coreference; at most two named entities per
-question; questions in English. Wrong guesses are possible when several
-relations fit equally well (it then uses ``"*"``). Use a real model
+labels, relation names, docstrings, field descriptions and a short list of
+everyday synonyms; no coreference; at most three named entities per question;
+questions in English. Wrong guesses are possible when several relations fit
+equally well (it then uses ``"*"``). Use a real model
 (:class:`~kag.lm.OpenAICompatibleLM`, :class:`~kag.lm.OllamaLM`) for anything
-beyond look-up questions.
+beyond such questions.
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -18,9 +19,7 @@ class NameLookup(Protocol):
 
     schema: GraphSchema
 
-    async def similarity_search(
-        self, label: str, text: str, *, k: int = 10, threshold: float = 0.0
-    ) -> Sequence[Any]:
+    async def similarity_search(self, label: str, text: str, *, k: int = 10, threshold: float = 0.0) -> Sequence[Any]:
         """Hits with ``.entity`` and ``.score``, best first."""
         ...
 
@@ -31,6 +30,7 @@ class _Relation:
     subj: tuple[str, ...]
     obj: tuple[str, ...]
     vocab: dict[str, float] = field(default_factory=dict)
+    symmetric: bool = False
 
 
 @dataclass
@@ -39,6 +39,10 @@ class _Schema:
     relations: dict[str, _Relation]
     label_phrases: dict[str, list[tuple[tuple[str, ...], float]]]  # label -> (stems, weight)
     max_hops: int = 1
+    # the properties a hop of the requested schema has (older schemas lack the newer ones)
+    hop_fields: frozenset[str] = frozenset()
+    # label -> numeric field -> the stems that name it (field name, description)
+    numeric: dict[str, dict[str, frozenset[str]]] = field(default_factory=dict)
 
 
 def _schema_from_json(json_schema: dict[str, Any], kb: NameLookup | None) -> _Schema:
@@ -49,6 +53,7 @@ def _schema_from_json(json_schema: dict[str, Any], kb: NameLookup | None) -> _Sc
         hops = props["hops"]
         max_hops = int(hops.get("maxItems") or 1)
         props = (hops.get("items") or {}).get("properties") or {}
+    hop_fields = frozenset(props)
     entity_labels = tuple(
         v for v in (props.get("subject_label") or {}).get("enum", []) if isinstance(v, str) and v != ANY
     )
@@ -66,7 +71,12 @@ def _schema_from_json(json_schema: dict[str, Any], kb: NameLookup | None) -> _Sc
             obj = tuple(declared[label].group(3).split("|"))
         else:
             subj = obj = entity_labels
-        rel = _Relation(label, subj, obj)
+        rel = _Relation(
+            label,
+            subj,
+            obj,
+            symmetric=bool(graph is not None and getattr(graph.relations.get(label), "symmetric", False)),
+        )
         for w in split_identifier(label):
             if w not in _STOPWORDS:
                 rel.vocab[stem(w)] = 1.0
@@ -93,8 +103,22 @@ def _schema_from_json(json_schema: dict[str, Any], kb: NameLookup | None) -> _Sc
             doc_lines = (entity_model.__doc__ or "").strip().splitlines()
             if doc_lines and entity_model.__doc__ != Entity.__doc__:
                 others = {w for other, ws in primary.items() if other != label for w in ws}
-                for w in _content_words(doc_lines[0]):
+                # an example in the docstring ("e.g. Western Europe") names an entity, not the label
+                first = re.split(r"\b(?:e\.g\.|i\.e\.|such as|for example|like)\s", doc_lines[0])[0]
+                for w in _content_words(first):
                     if w not in others and (w,) != primary[label]:
                         entries.append(((w,), 0.5))
         phrases[label] = entries
-    return _Schema(entity_labels, relations, phrases, max_hops)
+    numeric: dict[str, dict[str, frozenset[str]]] = {}
+    if graph is not None and {"subject_where", "order_by"} & hop_fields:
+        for label in entity_labels:
+            if label not in graph.entities:
+                continue
+            fields = graph.entities[label].model_fields
+            for name, kind in graph.field_kinds(label).items():
+                if kind not in ("int", "float"):
+                    continue
+                info = fields[name]
+                text = " ".join(split_identifier(name)) + " " + (info.description or "")
+                numeric.setdefault(label, {})[name] = frozenset(_content_words(text))
+    return _Schema(entity_labels, relations, phrases, max_hops, hop_fields, numeric)

@@ -69,3 +69,95 @@ def stem(word: str) -> str:
 
 def _content_words(text: str) -> list[str]:
     return [stem(w) for w in words(text) if w not in _STOPWORDS or w in _WEAK_STOPWORDS]
+
+
+# Everyday words for what schemas usually call otherwise: a question's word is read as the
+# schema word too (relation vocabularies and field names), never instead of it.
+_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "neighbour": ("border",),
+    "neighbor": ("border",),
+    "neighbouring": ("border",),
+    "neighboring": ("border",),
+    "adjacent": ("border",),
+    "populous": ("population", "inhabitant"),
+    "people": ("population", "inhabitant"),
+    "resident": ("population", "inhabitant"),
+    "inhabitant": ("population",),
+    "large": ("area", "size"),
+    "larger": ("area", "size"),
+    "largest": ("area", "size"),
+    "big": ("area", "size"),
+    "bigger": ("area", "size"),
+    "biggest": ("area", "size"),
+    "small": ("area", "size"),
+    "smaller": ("area", "size"),
+    "smallest": ("area", "size"),
+    "km": ("kilometre", "kilometer"),
+    "km2": ("kilometre", "kilometer", "square"),
+    "kilometer": ("kilometre",),
+    "mile": ("area",),
+    "old": ("age",),
+    "older": ("age",),
+    "oldest": ("age",),
+    "young": ("age",),
+    "younger": ("age",),
+    "youngest": ("age",),
+    "tall": ("height",),
+    "taller": ("height",),
+    "tallest": ("height",),
+    "high": ("height",),
+    "higher": ("height",),
+    "highest": ("height",),
+    "long": ("length",),
+    "longer": ("length",),
+    "longest": ("length",),
+}
+# size adjectives name a field only weakly: an explicit field word ("by population") wins
+_WEAK_SYNONYMS = frozenset(
+    {
+        "large",
+        "larger",
+        "largest",
+        "big",
+        "bigger",
+        "biggest",
+        "small",
+        "smaller",
+        "smallest",
+        "high",
+        "higher",
+        "highest",
+    }
+)
+
+
+def synonyms(stemmed: str) -> tuple[str, ...]:
+    """The word itself, then the schema words it may stand for."""
+    return (stemmed, *_SYNONYMS.get(stemmed, ()))
+
+
+# comparisons: "more than 5 million", "fewer than 2,000", "at least 3", "below 1.5 billion"
+_MORE = r"more|greater|larger|bigger|higher|over|above|exceeding|longer|taller|older"
+_LESS = r"less|fewer|smaller|lower|below|under|shorter|younger"
+_COMPARE = re.compile(
+    rf"\b(?:(at\s+least|at\s+most|no\s+more\s+than|no\s+less\s+than|(?:{_MORE}|{_LESS})(?:\s+than)?))\s+"
+    r"(\d+(?:[,\s]\d{3})*(?:\.\d+)?)\s*(thousand|million|billion|k\b|bn\b)?",
+    re.IGNORECASE,
+)
+_SCALE = {"thousand": 1e3, "k": 1e3, "million": 1e6, "billion": 1e9, "bn": 1e9}
+_SUPERLATIVE = re.compile(
+    r"\b(most|least|fewest|largest|biggest|smallest|highest|lowest|greatest|longest|shortest|tallest|"
+    r"oldest|youngest)\b",
+    re.IGNORECASE,
+)
+_DESCENDING = frozenset({"most", "largest", "biggest", "highest", "greatest", "longest", "tallest", "oldest"})
+
+
+def comparison_op(phrase: str) -> str:
+    """``"more than"`` -> ``">"``, ``"at most"`` -> ``"<="`` (the phrase as matched by ``_COMPARE``)."""
+    p = " ".join(phrase.lower().split())
+    if p in ("at least", "no less than"):
+        return ">="
+    if p in ("at most", "no more than"):
+        return "<="
+    return ">" if re.match(rf"(?:{_MORE})\b", p) else "<"
