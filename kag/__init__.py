@@ -33,6 +33,9 @@ from kag.knowledge import (
     TripletResults,
     create_knowledge,
 )
+from kag.knowledge.factory import BACKENDS
+from kag.knowledge.rerank import EmbeddingReranker, LexicalReranker, Reranker
+from kag.knowledge.retrievers import CallableRetriever, Retriever
 from kag.lm import BaseLanguageModel, LanguageModel, LexicalLM, OllamaLM, OpenAICompatibleLM, ScriptedLM
 from kag.programs import (
     ExtractionReport,
@@ -45,19 +48,23 @@ from kag.programs import (
     SymbolicDataModel,
 )
 from kag.query import TripletChain, TripletSearch, triplet_chain_schema, triplet_search_schema
-from kag.rag.embedders import CallableEmbedder, Embedder, HashEmbedder
+from kag.rag.embedders import CallableEmbedder, DocumentQueryEmbedder, Embedder, HashEmbedder
 from kag.rag.openai_embedder import OpenAIEmbedder
 from kag.version import __version__
 
 __all__ = [
     "ANY",
+    "BACKENDS",
     "BaseLanguageModel",
     "CallableEmbedder",
+    "CallableRetriever",
     "Chunk",
     "Citation",
     "DataModel",
     "Document",
+    "DocumentQueryEmbedder",
     "Embedder",
+    "EmbeddingReranker",
     "Entity",
     "EntityHit",
     "ExtractionReport",
@@ -74,6 +81,7 @@ __all__ = [
     "KnowledgeTool",
     "LanguageModel",
     "LexicalLM",
+    "LexicalReranker",
     "Module",
     "OllamaLM",
     "OpenAICompatibleLM",
@@ -81,6 +89,8 @@ __all__ = [
     "Program",
     "RAGAnswer",
     "Relation",
+    "Reranker",
+    "Retriever",
     "ScriptedLM",
     "SearchHit",
     "SymbolicDataModel",

@@ -154,3 +154,24 @@ class RPCError(KagError):
     def __init__(self, code: int, message: str, data: object = None) -> None:
         super().__init__(message)
         self.code, self.message, self.data = code, message, data
+
+
+class UnsupportedKnowledgeOperationError(KagError, NotImplementedError):
+    """A lifecycle call (add, upsert, delete, refresh...) on retrieval-only knowledge.
+
+    Knowledge built over an external retriever (``Knowledge(my_retriever)``,
+    ``Knowledge.from_callable``) can search but does not own the index: manage the
+    documents in that system, or use ``create_knowledge("memory")`` / ``("neo4j")``.
+    """
+
+
+class UnknownBackendError(ConfigError):
+    """``create_knowledge`` was given a backend name kag does not know; the message lists the names."""
+
+
+class APIKeysError(UsageError):
+    """An API key list (``KAG_API_KEYS`` or ``--api-keys FILE``) is malformed: exit code 2."""
+
+
+class InsecureBindError(UsageError):
+    """Serving on a non-loopback address without API keys was refused (give keys, or ``--insecure-no-auth``)."""

@@ -120,6 +120,11 @@ class DataModel(BaseModel):
         """The model's JSON schema (pydantic's, in validation mode)."""
         return cls.model_json_schema()
 
+    @classmethod
+    def get_schema(cls) -> dict[str, Any]:
+        """Another name of :meth:`json_schema` (its ``title`` is the class name)."""
+        return cls.model_json_schema()
+
 
 class _Labelled(DataModel):
     """Shared label handling of entities and relations."""

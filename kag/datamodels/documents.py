@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Mapping
 from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from kag.errors import InvalidInputError, KagError
 
@@ -72,7 +73,7 @@ def check_json_like(value: Any, where: str = "metadata", _depth: int = 0) -> Any
 class _PassageModel(BaseModel):
     """Shared base: constructor errors raised by kag validators surface as kag errors."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -84,6 +85,17 @@ class _PassageModel(BaseModel):
                 if isinstance(cause, KagError):
                     raise cause from None
             raise InvalidInputError(f"invalid {type(self).__name__}: {exc}") from exc
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-compatible dict of every field."""
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        """Rebuild from :meth:`to_dict` output (``InvalidInputError`` on bad data)."""
+        if not isinstance(data, Mapping):
+            raise InvalidInputError(f"{cls.__name__}.from_dict() needs a dict, got {type(data).__name__}.")
+        return cls(**dict(data))
 
 
 def _metadata(value: Any) -> Any:
@@ -99,15 +111,47 @@ class Document(_PassageModel):
     """A loaded source: plain text plus where it came from.
 
     ``text`` is always extracted plain text (HTML tags stripped, PDF text
-    extracted); ``mime_type`` records the type of the original content.
-    ``id`` defaults to ``document_id(source, text)``.
+    extracted); ``mime_type`` (also accepted and readable as ``media_type``)
+    records the type of the original content. ``source`` defaults to
+    ``"inline"``; ``id`` defaults to ``document_id(source, text)``.
     """
 
     id: str = ""
     text: str
-    source: str
+    source: str = "inline"
     metadata: dict[str, Any] = {}
-    mime_type: str = "text/plain"
+    mime_type: str = Field(default="text/plain", validation_alias=AliasChoices("mime_type", "media_type"))
+
+    def __init__(
+        self,
+        *,
+        text: str,
+        source: str = "inline",
+        metadata: dict[str, Any] | None = None,
+        id: str = "",
+        mime_type: str | None = None,
+        media_type: str | None = None,
+        **extra: Any,
+    ) -> None:
+        # explicit so that type checkers accept media_type=; unknown keys still fail validation (extra="forbid")
+        if mime_type is not None and media_type is not None and mime_type != media_type:
+            raise InvalidInputError("give mime_type= or media_type= (the same field), not two different values.")
+        kind = mime_type if mime_type is not None else media_type
+        data: dict[str, Any] = {"id": id, "text": text, "source": source, "metadata": metadata, **extra}
+        if kind is not None:
+            data["mime_type"] = kind
+        super().__init__(**data)
+
+    @property
+    def media_type(self) -> str:
+        """The type of the original content (another name of ``mime_type``)."""
+        return self.mime_type
+
+    def to_dict(self) -> dict[str, Any]:
+        """``id``, ``text``, ``source``, ``metadata`` and ``media_type`` (``from_dict`` takes either name)."""
+        data = self.model_dump(mode="json")
+        data["media_type"] = data.pop("mime_type")
+        return data
 
     @field_validator("metadata", mode="before")
     @classmethod
@@ -140,16 +184,27 @@ class Chunk(_PassageModel):
     """A contiguous span ``[start, end)`` of a document's text.
 
     Invariant: ``document.text[chunk.start:chunk.end] == chunk.text``.
-    ``id`` defaults to ``chunk_id(document_id, index, text)``.
+    ``id`` defaults to ``chunk_id(document_id, index, text)``; ``start`` to 0
+    and ``end`` to ``start + len(text)``; ``source`` to ``metadata["source"]``.
     """
 
     id: str = ""
     document_id: str
     index: int
     text: str
-    start: int
-    end: int
+    start: int = 0
+    end: int = -1  # filled with start + len(text) when not given
     metadata: dict[str, Any] = {}
+    source: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_end(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("end") is None and isinstance(data.get("text"), str):
+            start = data.get("start", 0)
+            if isinstance(start, int):
+                data = {**data, "end": start + len(data["text"])}
+        return data
 
     @field_validator("metadata", mode="before")
     @classmethod
@@ -169,4 +224,6 @@ class Chunk(_PassageModel):
             )
         if not self.id:
             self.id = chunk_id(self.document_id, self.index, self.text)
+        if not self.source and isinstance(self.metadata.get("source"), str):
+            self.source = self.metadata["source"]
         return self

@@ -59,22 +59,65 @@ ANSWER_SCHEMA: dict[str, Any] = {
 }
 
 
+_EXCERPT_CHARS = 300
+
+
 @dataclass(frozen=True)
 class Citation:
-    """A result an answer relies on: its label, source, id (chunk or relation/entity) and kind."""
+    """A result an answer relies on.
+
+    ``label`` (``docs:2``), ``source``, ``id`` (chunk, or relation/entity) and ``kind``
+    (``fact``/``passage``), plus ``excerpt`` (the start of the cited text), its
+    ``score``, every id of the hit (``ids``) and its ``metadata``.
+    """
 
     label: str
     source: str
     id: str
     kind: str
+    # details of the cited hit: a citation is identified (==, hash) by label, source, id and kind
+    excerpt: str = field(default="", compare=False)
+    score: float = field(default=0.0, compare=False)
+    ids: tuple[str, ...] = field(default=(), compare=False)
+    metadata: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-compatible dict (:meth:`from_dict` reads it back)."""
+        return {
+            "label": self.label,
+            "source": self.source,
+            "id": self.id,
+            "kind": self.kind,
+            "excerpt": self.excerpt,
+            "score": self.score,
+            "ids": list(self.ids),
+            "metadata": dict(self.metadata),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Citation:
+        """Rebuild a citation from :meth:`to_dict` output."""
+        if not isinstance(data, Mapping) or "label" not in data:
+            raise InvalidInputError("Citation.from_dict() needs a dict with at least a 'label'.")
+        return cls(
+            label=str(data["label"]),
+            source=str(data.get("source", "")),
+            id=str(data.get("id", "")),
+            kind=str(data.get("kind", "passage")),
+            excerpt=str(data.get("excerpt", "")),
+            score=float(data.get("score", 0.0)),
+            ids=tuple(str(i) for i in data.get("ids") or ()),
+            metadata=dict(data.get("metadata") or {}),
+        )
 
 
 @dataclass
 class RAGAnswer:
     """An answer, the citations it makes, the hits it was shown and the question.
 
-    ``output`` is the validated ``answer_model`` instance when one was given
-    (else the raw answer dict); ``context`` is the retrieval text sent.
+    ``str(answer)`` is ``answer.text``. ``output`` is the validated ``answer_model``
+    instance when one was given (else the raw answer dict); ``context`` is the
+    retrieval text sent; ``labels`` maps each label shown to its hit.
     """
 
     text: str
@@ -90,6 +133,36 @@ class RAGAnswer:
 
     def _repr_html_(self) -> str:
         return rag_answer_html(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-compatible dict; a pydantic ``output`` is dumped to its JSON form."""
+        output = self.output
+        if isinstance(output, pydantic.BaseModel):
+            output = output.model_dump(mode="json")
+        return {
+            "text": self.text,
+            "query": self.query,
+            "citations": [c.to_dict() for c in self.citations],
+            "hits": [h.to_dict() for h in self.hits],
+            "output": output,
+            "context": self.context,
+            "labels": {label: hit.to_dict() for label, hit in self.labels.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RAGAnswer:
+        """Rebuild an answer from :meth:`to_dict` output (``output`` stays a plain dict)."""
+        if not isinstance(data, Mapping) or not isinstance(data.get("text"), str):
+            raise InvalidInputError("RAGAnswer.from_dict() needs a dict with a 'text' string.")
+        return cls(
+            text=data["text"],
+            citations=[Citation.from_dict(c) for c in data.get("citations") or ()],
+            hits=[SearchHit.from_dict(h) for h in data.get("hits") or ()],
+            query=str(data.get("query", "")),
+            output=data.get("output"),
+            context=str(data.get("context", "")),
+            labels={str(k): SearchHit.from_dict(v) for k, v in (data.get("labels") or {}).items()},
+        )
 
 
 def _strings(value: Any) -> list[str]:
@@ -127,7 +200,18 @@ def unseen_labels(name: str, output: Any, known: Mapping[str, Any]) -> list[str]
 
 
 def _citation(label: str, hit: SearchHit) -> Citation:
-    return Citation(label=label, source=hit.source, id=hit.id, kind=hit.kind)
+    flat = " ".join(hit.text.split())
+    excerpt = flat if len(flat) <= _EXCERPT_CHARS else flat[: _EXCERPT_CHARS - 3] + "..."
+    return Citation(
+        label=label,
+        source=hit.source,
+        id=hit.id,
+        kind=hit.kind,
+        excerpt=excerpt,
+        score=hit.score,
+        ids=hit.ids,
+        metadata=dict(hit.metadata),
+    )
 
 
 async def ask(

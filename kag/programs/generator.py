@@ -7,9 +7,11 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import pydantic
 from pydantic import BaseModel
 
-from kag.errors import ConfigError
+from kag.datamodels.base import DataModel
+from kag.errors import ConfigError, SchemaError
 from kag.lm.base import LanguageModel, Message
 from kag.programs.module import (
     Module,
@@ -32,9 +34,64 @@ from kag.programs.prompts import (
     template_variables,
 )
 
-__all__ = ["Generator"]
+__all__ = ["Generator", "join_instructions", "model_from_schema"]
 
 Example = tuple[BaseModel | Mapping[str, Any], BaseModel | Mapping[str, Any]]
+Instructions = str | Sequence[str]
+
+
+def join_instructions(instructions: Any, what: str = "instructions") -> str | None:
+    """``instructions`` as one text: a string as is, a list of strings one per line (``None`` stays ``None``)."""
+    if instructions is None or isinstance(instructions, str):
+        return instructions
+    if isinstance(instructions, list | tuple) and all(isinstance(item, str) for item in instructions):
+        return "\n".join(item.strip() for item in instructions if item.strip())
+    raise ConfigError(f"{what} must be a string or a list of strings, got {type(instructions).__name__}.")
+
+
+def model_from_schema(schema: Mapping[str, Any]) -> type[BaseModel]:
+    """A data model with the top-level properties of a JSON object schema (values checked by the schema).
+
+    The language model's answer is validated against the JSON schema itself (enums,
+    nested objects); this model only carries the fields through a program.
+    """
+    if not isinstance(schema, Mapping) or schema.get("type", "object") != "object":
+        raise ConfigError("schema must be a JSON schema of an object (a dict with 'properties').")
+    props = schema.get("properties")
+    if not isinstance(props, Mapping) or not props:
+        raise ConfigError("schema must declare at least one property.")
+    required = set(schema.get("required") or ())
+    fields: dict[str, Any] = {}
+    for prop_name, prop in props.items():
+        desc = prop.get("description") if isinstance(prop, Mapping) else None
+        default: Any = ... if prop_name in required else (prop.get("default") if isinstance(prop, Mapping) else None)
+        fields[str(prop_name)] = (Any, pydantic.Field(default, description=desc))
+    title = re.sub(r"[^A-Za-z0-9_]", "_", str(schema.get("title") or "GeneratedOutput")) or "GeneratedOutput"
+    try:
+        created: type[BaseModel] = pydantic.create_model(title, __base__=DataModel, **fields)
+    except (pydantic.PydanticUserError, NameError, SchemaError, TypeError) as exc:
+        raise ConfigError(f"cannot use this schema's properties as fields: {exc}") from exc
+    return created
+
+
+def _config_instructions(instructions: Instructions | None) -> str | list[str] | None:
+    if instructions is None or isinstance(instructions, str):
+        return instructions
+    return list(instructions)
+
+
+def schema_sections(inputs: Any, output_schema: dict[str, Any], use_inputs: bool, use_outputs: bool) -> str:
+    """The optional ``Input schema`` / ``Output schema`` sections of a system message (JSON text)."""
+    text = ""
+    if use_inputs:
+        items = inputs if isinstance(inputs, list | tuple) else [inputs]
+        schemas = [type(x).model_json_schema() for x in items if isinstance(x, BaseModel)]
+        if schemas:
+            shown = schemas[0] if len(schemas) == 1 else schemas
+            text += "\n\nInput schema:\n" + json.dumps(shown, ensure_ascii=False, sort_keys=True)
+    if use_outputs:
+        text += "\n\nOutput schema:\n" + json.dumps(output_schema, ensure_ascii=False, sort_keys=True)
+    return text
 
 
 def schema_name_for(model: type[BaseModel]) -> str:
@@ -55,38 +112,61 @@ class Generator(Module):
     Args:
         data_model: the pydantic model to produce.
         language_model: any :class:`~kag.lm.LanguageModel`.
+        schema: instead of ``data_model``, a JSON object schema (e.g. with
+            :func:`~kag.datamodels.schema.dynamic_enum` enums): the answer must satisfy it
+            and comes back as a data model with its top-level properties (a property
+            left out takes the schema's ``default``). Pass it through
+            :func:`~kag.datamodels.schema.strict_schema` first for OpenAI strict mode.
         prompt_template: jinja2 template of the user message (default: every input
             field as ``name: value``, facts as ``- text (score ...)`` lines).
-        instructions: the system message's instructions (default: answer from the
-            given information only).
+        instructions: the system message's instructions, a string or a list of
+            strings (one per line) (default: answer from the given information only).
         examples: ``[(input, output), ...]`` few-shot pairs (models or dicts).
+        use_inputs_schema: also show the inputs' JSON schema in the system message.
+        use_outputs_schema: also show the output's full JSON schema in the system message.
         return_inputs: also return the inputs' fields, followed by ``data_model``'s.
+        trainable: accepted for compatibility; kag modules have no trainable state.
+
+    Called with ``None`` (or an empty list) it returns ``None`` without asking the model.
     """
 
     def __init__(
         self,
         *,
-        data_model: type[BaseModel],
-        language_model: LanguageModel,
+        data_model: type[BaseModel] | None = None,
+        language_model: LanguageModel | None = None,
+        schema: Mapping[str, Any] | None = None,
         prompt_template: str | None = None,
-        instructions: str | None = None,
+        instructions: Instructions | None = None,
         examples: Sequence[Example] | None = None,
+        use_inputs_schema: bool = False,
+        use_outputs_schema: bool = False,
         return_inputs: bool = False,
         name: str | None = None,
         description: str | None = None,
+        trainable: bool = True,
     ) -> None:
         super().__init__(name=name, description=description)
+        if (data_model is None) == (schema is None):
+            raise ConfigError("give Generator a data_model= (a pydantic model class) or a schema= (a JSON schema).")
+        self.schema: dict[str, Any] | None = None
+        if schema is not None:
+            self.schema = json.loads(json.dumps(dict(schema)))  # a private JSON copy
+            data_model = model_from_schema(self.schema)
         if not (isinstance(data_model, type) and issubclass(data_model, BaseModel)):
             raise ConfigError(f"data_model must be a pydantic model class, got {data_model!r}.")
         if not callable(getattr(language_model, "generate", None)):
             raise ConfigError("language_model must implement kag.lm.LanguageModel (an async generate method).")
-        if instructions is not None and not isinstance(instructions, str):
-            raise ConfigError(f"instructions must be a string, got {type(instructions).__name__}.")
+        assert language_model is not None
+        join_instructions(instructions)  # type check now, not at call time
         self.data_model = data_model
         self.language_model = language_model
         self.prompt_template = prompt_template
         self.instructions = instructions
+        self.use_inputs_schema = bool(use_inputs_schema)
+        self.use_outputs_schema = bool(use_outputs_schema)
         self.return_inputs = bool(return_inputs)
+        self.trainable = bool(trainable)
         self._template = compile_template(prompt_template if prompt_template is not None else DEFAULT_INPUT_TEMPLATE)
         self.examples: list[tuple[dict[str, Any], dict[str, Any]]] = []
         for i, pair in enumerate(examples or ()):
@@ -116,11 +196,13 @@ class Generator(Module):
     # -- running -------------------------------------------------------------------------
     def messages(self, inputs: Any) -> list[Message]:
         """The role messages sent for ``inputs`` (exposed for inspection and tests)."""
-        schema = self.data_model.model_json_schema()
-        system = (self.instructions if self.instructions is not None else DEFAULT_GENERATOR_INSTRUCTIONS).strip()
+        schema = self.output_schema()
+        instructions = join_instructions(self.instructions)
+        system = (instructions if instructions is not None else DEFAULT_GENERATOR_INSTRUCTIONS).strip()
         fields = describe_fields(schema)
         if fields:
             system += f"\n\nReply with one JSON object ({self.data_model.__name__}) with these fields:\n{fields}"
+        system += schema_sections(inputs, schema, self.use_inputs_schema, self.use_outputs_schema)
         shots = [
             (
                 render_template(self._template, template_variables(example_in)),
@@ -131,13 +213,18 @@ class Generator(Module):
         user = render_template(self._template, template_variables(inputs))
         return build_messages(system, user, shots)
 
-    async def call(self, inputs: Any) -> BaseModel:
-        """Render the prompt, ask the model, validate into ``data_model`` (plus inputs)."""
+    def output_schema(self) -> dict[str, Any]:
+        """The JSON schema the answer must satisfy (``schema=``, or ``data_model``'s)."""
+        return self.schema if self.schema is not None else self.data_model.model_json_schema()
+
+    async def call(self, inputs: Any) -> BaseModel | None:  # type: ignore[override]
+        """Render the prompt, ask the model, validate into ``data_model`` (plus inputs); ``None`` for no inputs."""
+        if inputs is None or (isinstance(inputs, list | tuple) and not inputs):
+            return None
         items = as_list(inputs)
         messages = self.messages(items if len(items) > 1 else items[0])
-        raw = await self.language_model.generate(
-            messages, self.data_model, schema_name=schema_name_for(self.data_model)
-        )
+        target: dict[str, Any] | type[BaseModel] = self.schema if self.schema is not None else self.data_model
+        raw = await self.language_model.generate(messages, target, schema_name=schema_name_for(self.data_model))
         answer = as_model(raw, self.data_model)
         if not self.return_inputs:
             return answer
@@ -154,13 +241,19 @@ class Generator(Module):
     # -- configs -------------------------------------------------------------------------
     def get_config(self) -> dict[str, Any]:
         """Import path of ``data_model``, the language model's own config (no API keys), prompts."""
+        config: dict[str, Any] = {**super().get_config()}
+        if self.schema is not None:
+            config["schema"] = self.schema
+        else:
+            config["data_model"] = object_path(self.data_model)
         return {
-            **super().get_config(),
-            "data_model": object_path(self.data_model),
+            **config,
             "language_model": language_model_config(self.language_model),
             "prompt_template": self.prompt_template,
-            "instructions": self.instructions,
+            "instructions": _config_instructions(self.instructions),
             "examples": [[i, o] for i, o in self.examples],
+            "use_inputs_schema": self.use_inputs_schema,
+            "use_outputs_schema": self.use_outputs_schema,
             "return_inputs": self.return_inputs,
         }
 
@@ -172,12 +265,18 @@ class Generator(Module):
         lm = rebuild_language_model(
             config.get("language_model"), runtime_for(runtime.get("language_model"), str(name)), kb
         )
+        schema = config.get("schema")
         return cls(
-            data_model=import_object(config["data_model"], BaseModel, runtime.get("custom_objects")),
+            data_model=None
+            if schema is not None
+            else import_object(config["data_model"], BaseModel, runtime.get("custom_objects")),
+            schema=schema,
             language_model=lm,
             prompt_template=config.get("prompt_template"),
             instructions=config.get("instructions"),
             examples=[(i, o) for i, o in config.get("examples") or []],
+            use_inputs_schema=bool(config.get("use_inputs_schema", False)),
+            use_outputs_schema=bool(config.get("use_outputs_schema", False)),
             return_inputs=bool(config.get("return_inputs", False)),
             name=name,
             description=config.get("description"),

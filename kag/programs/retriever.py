@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -11,7 +12,9 @@ from kag.datamodels.base import DataModel, Entity, Relation
 from kag.datamodels.schema import GraphSchema
 from kag.errors import ConfigError, InvalidInputError
 from kag.knowledge.base import KnowledgeBase
+from kag.knowledge.knowledge import Knowledge
 from kag.lm.base import LanguageModel, Message
+from kag.programs.generator import Example, join_instructions, schema_sections
 from kag.programs.module import (
     Module,
     as_list,
@@ -67,30 +70,48 @@ class KnowledgeRetriever(Module):
     (empty until the knowledge base serves passages).
 
     Note: ``"*"`` labels are expanded by the knowledge base to all of *its* labels.
+
+    The arguments follow the common ``KnowledgeRetriever`` signature (positional in
+    this order): ``knowledge_base`` (a :class:`KnowledgeBase`, or a managed
+    ``Knowledge`` whose base is used), ``language_model``, ``entity_models``,
+    ``relation_models``, ``k``, ``threshold``, ``prompt_template``, ``examples``
+    (``(input, search)`` pairs shown as few-shot turns), ``instructions`` (a string or
+    a list of strings), ``use_inputs_schema`` / ``use_outputs_schema`` (show those JSON
+    schemas in the system message), ``return_inputs``, ``return_query``, ``name``,
+    ``description``, ``trainable`` (accepted; kag modules hold no trainable state),
+    then kag's keyword-only ``max_hops``. Called with ``None`` (or an empty list) it
+    returns ``None`` without asking the model.
     """
 
     def __init__(
         self,
-        *,
-        knowledge_base: KnowledgeBase,
-        language_model: LanguageModel,
+        knowledge_base: KnowledgeBase | Any = None,
+        language_model: LanguageModel | None = None,
         entity_models: Sequence[type[Entity]] | None = None,
         relation_models: Sequence[type[Relation]] | None = None,
         k: int = 10,
         threshold: float = 0.7,
+        prompt_template: str | None = None,
+        examples: Sequence[Example] | None = None,
+        instructions: str | Sequence[str] | None = None,
+        use_inputs_schema: bool = False,
+        use_outputs_schema: bool = False,
         return_inputs: bool = True,
         return_query: bool = True,
-        max_hops: int = 1,
-        prompt_template: str | None = None,
-        instructions: str | None = None,
         name: str | None = None,
         description: str | None = None,
+        trainable: bool = True,
+        *,
+        max_hops: int = 1,
     ) -> None:
+        if isinstance(knowledge_base, Knowledge) and knowledge_base.managed:
+            knowledge_base = knowledge_base.kb  # a managed Knowledge: search its typed graph
         super().__init__(name=name, description=description)
         if not isinstance(knowledge_base, KnowledgeBase):
             raise ConfigError(f"knowledge_base must be a kag.KnowledgeBase, got {type(knowledge_base).__name__}.")
         if not callable(getattr(language_model, "generate", None)):
             raise ConfigError("language_model must implement kag.lm.LanguageModel (an async generate method).")
+        assert language_model is not None
         if isinstance(max_hops, bool) or not isinstance(max_hops, int) or not 1 <= max_hops <= MAX_HOPS:
             raise ConfigError(f"max_hops must be an integer between 1 and {MAX_HOPS}, got {max_hops!r}.")
         try:
@@ -110,17 +131,38 @@ class KnowledgeRetriever(Module):
         self.return_inputs = bool(return_inputs)
         self.return_query = bool(return_query)
         self.prompt_template = prompt_template
+        join_instructions(instructions)  # a wrong type fails here, not at the first call
         self.instructions = instructions
+        self.use_inputs_schema = bool(use_inputs_schema)
+        self.use_outputs_schema = bool(use_outputs_schema)
+        self.trainable = bool(trainable)
         self._template = compile_template(prompt_template if prompt_template is not None else DEFAULT_INPUT_TEMPLATE)
         # a model that samples under a grammar gets the endpoint-typed schema: every search it can
         # write is then plannable (HTTP models keep the plain one: OpenAI strict mode refuses a root union)
         typed = bool(getattr(language_model, "constrained_decoding", False))
+        # a constrained model gets the extended language (conditions, ordering) only when it says so
+        full = bool(getattr(language_model, "full_search_language", False))
         if max_hops > 1:
-            chain = typed_triplet_chain_schema if typed else triplet_chain_schema
-            self.search_schema = chain(self.graph_schema, max_hops)
+            if typed:
+                self.search_schema = typed_triplet_chain_schema(self.graph_schema, max_hops, full=full)
+            else:
+                self.search_schema = triplet_chain_schema(self.graph_schema, max_hops)
+        elif typed:
+            self.search_schema = typed_triplet_search_schema(self.graph_schema, full=full)
         else:
-            single = typed_triplet_search_schema if typed else triplet_search_schema
-            self.search_schema = single(self.graph_schema)
+            self.search_schema = triplet_search_schema(self.graph_schema)
+        self.examples: list[tuple[dict[str, Any], dict[str, Any]]] = []
+        for i, pair in enumerate(examples or ()):
+            if not isinstance(pair, list | tuple) or len(pair) != 2:
+                raise ConfigError(f"examples[{i}] must be an (input, search) pair.")
+            example_in, example_out = (x.model_dump(mode="json") if isinstance(x, BaseModel) else x for x in pair)
+            if not isinstance(example_in, Mapping) or not isinstance(example_out, Mapping):
+                raise ConfigError(f"examples[{i}] must pair a model or dict input with a search dict.")
+            try:
+                self.validate_search(dict(example_out))
+            except ValueError as exc:
+                raise ConfigError(f"examples[{i}] holds a search that cannot run here: {exc}") from exc
+            self.examples.append((json.loads(json.dumps(dict(example_in), default=str)), dict(example_out)))
         self._output_models: dict[tuple[type[BaseModel], ...], type[BaseModel]] = {}
 
     def _check_subset(self, kb_schema: GraphSchema) -> None:
@@ -168,14 +210,20 @@ class KnowledgeRetriever(Module):
     # -- running -------------------------------------------------------------------------
     def messages(self, inputs: Any) -> list[Message]:
         """The role messages sent to fill the search (exposed for inspection and tests)."""
-        instructions = self.instructions if self.instructions is not None else DEFAULT_RETRIEVER_INSTRUCTIONS
+        joined = join_instructions(self.instructions)
+        instructions = joined if joined is not None else DEFAULT_RETRIEVER_INSTRUCTIONS
         system = f"{instructions.strip()}\n\n{self._describe_schema()}"
         if self.max_hops > 1:
             system += (
                 f"\n\nUse one pattern when one relation answers the request, or a chain of up to "
                 f"{self.max_hops} patterns where each pattern's object is the next one's subject."
             )
-        return build_messages(system, render_template(self._template, template_variables(inputs)))
+        system += schema_sections(inputs, self.search_schema, self.use_inputs_schema, self.use_outputs_schema)
+        shots = [
+            (render_template(self._template, template_variables(ex_in)), json.dumps(ex_out, ensure_ascii=False))
+            for ex_in, ex_out in self.examples
+        ]
+        return build_messages(system, render_template(self._template, template_variables(inputs)), shots)
 
     def _describe_schema(self) -> str:
         lines = [self.graph_schema.describe(), "Entity fields:"]
@@ -192,8 +240,10 @@ class KnowledgeRetriever(Module):
         """Raise ``SchemaError`` / ``InvalidInputError`` (ValueErrors) if the search cannot be planned."""
         plan_triplet_search(search, self.graph_schema, k=self.k, threshold=self.threshold)
 
-    async def call(self, inputs: Any) -> BaseModel:
-        """Fill the search with the model, run it, return inputs + search + facts."""
+    async def call(self, inputs: Any) -> BaseModel | None:  # type: ignore[override]
+        """Fill the search with the model, run it, return inputs + search + facts (``None`` for no inputs)."""
+        if inputs is None or (isinstance(inputs, list | tuple) and not inputs):
+            return None
         items = as_list(inputs)
         messages = self.messages(items if len(items) > 1 else items[0])
         search = await self.language_model.generate(
@@ -239,7 +289,11 @@ class KnowledgeRetriever(Module):
             "return_query": self.return_query,
             "max_hops": self.max_hops,
             "prompt_template": self.prompt_template,
-            "instructions": self.instructions,
+            "instructions": self.instructions if self.instructions is None or isinstance(self.instructions, str)
+            else list(self.instructions),
+            "examples": [[i, o] for i, o in self.examples],
+            "use_inputs_schema": self.use_inputs_schema,
+            "use_outputs_schema": self.use_outputs_schema,
         }
 
     @classmethod
@@ -263,6 +317,9 @@ class KnowledgeRetriever(Module):
             max_hops=int(config.get("max_hops", 1)),
             prompt_template=config.get("prompt_template"),
             instructions=config.get("instructions"),
+            examples=[(i, o) for i, o in config.get("examples") or []],
+            use_inputs_schema=bool(config.get("use_inputs_schema", False)),
+            use_outputs_schema=bool(config.get("use_outputs_schema", False)),
             name=config.get("name"),
             description=config.get("description"),
         )

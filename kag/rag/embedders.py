@@ -11,18 +11,23 @@ from __future__ import annotations
 import hashlib
 import inspect
 import itertools
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from kag.errors import EmbeddingError, InvalidInputError
+from kag.errors import DimensionsUnknownError, EmbeddingError, InvalidInputError
 from kag.text import words
 
 
 @runtime_checkable
 class Embedder(Protocol):
-    """Anything that turns texts into a ``(len(texts), dimensions)`` float32 matrix."""
+    """Anything that turns texts into a ``(len(texts), dimensions)`` float32 matrix.
+
+    An embedder may also have ``embed_query(text)`` (used for search queries when
+    present) and ``embed_documents(texts)``; objects with only those two are
+    wrapped by :func:`as_embedder`.
+    """
 
     dimensions: int
 
@@ -121,38 +126,177 @@ class HashEmbedder:
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         return self.embed_sync(texts)
 
+    async def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Same as :meth:`embed` (documents and queries share one hashing)."""
+        return self.embed_sync(texts)
+
+    async def embed_query(self, text: str) -> np.ndarray:
+        """The vector of one query."""
+        if not isinstance(text, str):
+            raise InvalidInputError(f"embed_query() takes a str, got {type(text).__name__}.")
+        return self.embed_sync([text])[0]
+
 
 class CallableEmbedder:
-    """Wraps a user function ``texts -> vectors`` (sync or async) as an Embedder."""
+    """User embedding functions (sync or async) as an :class:`Embedder`.
+
+    Two call shapes:
+
+    * ``CallableEmbedder(fn, dimensions)``: ``fn(texts) -> vectors`` embeds everything;
+    * ``CallableEmbedder(embed_documents=batch_fn, embed_query=query_fn)``: documents
+      (chunks, entity names) go through ``batch_fn(texts) -> vectors`` and search
+      queries through ``query_fn(text) -> vector`` (both must share one vector space).
+
+    ``dimensions`` may be left out: it is learnt from the first vectors returned
+    (``await embedder.ensure_dimensions()`` probes once; ``Knowledge`` does it for you).
+    Vectors are checked (shape, finiteness) and L2-normalized.
+    """
 
     def __init__(
         self,
-        fn: Callable[[list[str]], Any] | Callable[[list[str]], Awaitable[Any]],
-        dimensions: int,
+        fn: Callable[[list[str]], Any] | None = None,
+        dimensions: int | None = None,
         *,
+        embed_documents: Callable[[list[str]], Any] | None = None,
+        embed_query: Callable[[str], Any] | None = None,
         name: str | None = None,
         batch_size: int = 256,
     ) -> None:
-        if dimensions < 1:
-            raise InvalidInputError("CallableEmbedder dimensions must be >= 1.")
-        self._fn = fn
-        self.dimensions = dimensions
+        if fn is not None and embed_documents is not None:
+            raise InvalidInputError("give CallableEmbedder either fn or embed_documents=, not both.")
+        documents_fn = fn if fn is not None else embed_documents
+        if documents_fn is None or not callable(documents_fn):
+            raise InvalidInputError("CallableEmbedder needs a callable fn or embed_documents=.")
+        if embed_query is not None and not callable(embed_query):
+            raise InvalidInputError("CallableEmbedder embed_query= must be callable.")
+        bad = isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1
+        if dimensions is not None and bad:
+            raise InvalidInputError("CallableEmbedder dimensions must be an int >= 1 (or None to learn it).")
+        self._fn = documents_fn
+        self._query_fn = embed_query
+        self._dimensions: int | None = dimensions
         self.batch_size = max(1, batch_size)
-        self._name = name or f"callable-{getattr(fn, '__name__', 'fn')}-{dimensions}"
+        self._name = name or f"callable-{getattr(documents_fn, '__name__', 'fn')}"
+        if name is None and dimensions is not None:
+            self._name += f"-{dimensions}"
 
     @property
     def name(self) -> str:
         return self._name
 
+    @property
+    def dimensions(self) -> int:
+        """Vector size; ``DimensionsUnknownError`` until given or learnt (see :meth:`ensure_dimensions`)."""
+        if self._dimensions is None:
+            raise DimensionsUnknownError(
+                f"the dimensions of {self._name} are not known yet: pass CallableEmbedder(dimensions=...) "
+                "or await embedder.ensure_dimensions() first."
+            )
+        return self._dimensions
+
+    @dimensions.setter
+    def dimensions(self, value: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InvalidInputError(f"dimensions must be a positive int, got {value!r}.")
+        self._dimensions = value
+
+    async def ensure_dimensions(self) -> int:
+        """The vector size, embedding one probe text when it is not known yet."""
+        if self._dimensions is None:
+            await self.embed_query("dimension probe")
+        assert self._dimensions is not None
+        return self._dimensions
+
+    def _check(self, out: Any, rows: int) -> np.ndarray:
+        if self._dimensions is None:
+            shape = np.shape(out)
+            if len(shape) != 2 or shape[0] != rows or shape[1] < 1:
+                raise EmbeddingError(f"{self._name} returned an array of shape {shape}, expected ({rows}, d).")
+            self._dimensions = int(shape[1])
+        return check_matrix(out, rows, self._dimensions, self._name)
+
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed documents in batches of ``batch_size``."""
+        if isinstance(texts, str):
+            raise InvalidInputError("embed() takes a sequence of texts, not a single string.")
         texts = list(texts)
         parts = []
         for start in range(0, len(texts), self.batch_size):
             batch = texts[start : start + self.batch_size]
-            out = self._fn(batch)
-            if inspect.isawaitable(out):
-                out = await out
-            parts.append(check_matrix(out, len(batch), self.dimensions, self._name))
+            parts.append(self._check(await _maybe_await(self._fn(batch)), len(batch)))
         if not parts:
-            return np.zeros((0, self.dimensions), dtype=np.float32)
+            return np.zeros((0, self._dimensions or 0), dtype=np.float32)
         return np.concatenate(parts)
+
+    async def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed document texts: ``(len(texts), dimensions)`` float32, rows L2-normalized."""
+        return await self.embed(texts)
+
+    async def embed_query(self, text: str) -> np.ndarray:
+        """Embed one search query (``embed_query=`` when given, else the document function)."""
+        if not isinstance(text, str):
+            raise InvalidInputError(f"embed_query() takes a str, got {type(text).__name__}.")
+        if self._query_fn is None:
+            return (await self.embed([text]))[0]
+        out = await _maybe_await(self._query_fn(text))
+        return self._check(np.asarray(out, dtype=np.float32).reshape(1, -1), 1)[0]
+
+
+async def _maybe_await(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+@runtime_checkable
+class DocumentQueryEmbedder(Protocol):
+    """The other common embedder shape: ``embed_documents(texts)`` and ``embed_query(text)`` (sync or async)."""
+
+    def embed_documents(self, texts: list[str]) -> Any:
+        """Vectors of ``texts`` (a matrix, or an awaitable of one)."""
+        ...
+
+    def embed_query(self, text: str) -> Any:
+        """The vector of one query (or an awaitable of it)."""
+        ...
+
+
+def as_embedder(obj: Any, *, dimensions: int | None = None) -> Embedder:
+    """``obj`` as a kag embedder: an :class:`Embedder` as is, or an ``embed_documents``/``embed_query`` object wrapped.
+
+    A wrapped object keeps its query function for search queries. ``None`` stays
+    ``None`` for the caller's default. Anything else raises ``InvalidInputError``.
+    """
+    if isinstance(obj, CallableEmbedder):
+        return obj
+    if callable(getattr(obj, "embed", None)) and _has_dimensions(obj):
+        embedder: Embedder = obj
+        return embedder
+    if callable(getattr(obj, "embed_documents", None)) and callable(getattr(obj, "embed_query", None)):
+        dims = dimensions if dimensions is not None else getattr(obj, "dimensions", None)
+        return CallableEmbedder(
+            embed_documents=obj.embed_documents,
+            embed_query=obj.embed_query,
+            dimensions=dims if isinstance(dims, int) and not isinstance(dims, bool) and dims > 0 else None,
+            name=str(getattr(obj, "name", "") or type(obj).__name__),
+        )
+    raise InvalidInputError(
+        f"{type(obj).__name__} is not an embedder: give it `dimensions`, `name` and an async `embed(texts)`, "
+        "or `embed_documents(texts)` and `embed_query(text)`."
+    )
+
+
+def _has_dimensions(obj: Any) -> bool:
+    try:
+        getattr(obj, "dimensions")  # noqa: B009  (a property may raise while unknown)
+    except AttributeError:
+        return False
+    return True
+
+
+async def embed_query(embedder: Any, text: str) -> np.ndarray:
+    """One query vector from any kag embedder: its ``embed_query`` when it has one, else ``embed([text])``."""
+    query_fn = getattr(embedder, "embed_query", None)
+    if callable(query_fn):
+        vector = np.asarray(await _maybe_await(query_fn(text)), dtype=np.float32).reshape(1, -1)
+        return check_matrix(vector, 1, embedder.dimensions, embedder.name)[0]
+    out = await embedder.embed([text])
+    return check_matrix(out, 1, embedder.dimensions, embedder.name)[0]
