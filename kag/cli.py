@@ -12,6 +12,12 @@ from ``NEO4J_USERNAME`` / ``NEO4J_PASSWORD`` / ``NEO4J_DATABASE``. ``--lm`` is
 Exit codes: 0 ok; 1 runtime failure (``error: <message>`` on stderr, no
 traceback); 2 usage error (bad arguments, ``--schema``, ``--kb``, label).
 A ``memory://path.json`` knowledge base is saved after ``ingest``.
+
+``kag serve`` requires ``Authorization: Bearer <key>`` when API keys are given
+(``--api-keys FILE`` or ``$KAG_API_KEYS``, entries ``KEY:SCOPES``); a ``--host``
+that is not loopback without keys exits 2 unless ``--insecure-no-auth``. Each
+request is logged on ``kag.server.access`` (``--no-access-log``); ``GET /metrics``
+needs the ``metrics`` extra (``--no-metrics``).
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from kag.datamodels.text import pattern_text
 from kag.errors import KagError, UsageError
 from kag.rag.loaders import Source
 from kag.server.service import Service
-from kag.server.specs import EXAMPLE_SCHEMAS, check_kb_uri, default_kb_uri
+from kag.server.specs import EXAMPLE_SCHEMAS, check_kb_uri, default_kb_uri, public_uri
 
 __all__ = ["build_parser", "main"]
 
@@ -198,6 +204,20 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="time allowed to receive a request (default 30)",
     )
+    serve.add_argument(
+        "--max-connections",
+        type=_positive_int,
+        default=1024,
+        metavar="N",
+        help="open connections at most; idle ones are closed first, then busy clients get 503 (default 1024)",
+    )
+    serve.add_argument(
+        "--idle-timeout",
+        type=_seconds,
+        default=15.0,
+        metavar="SECONDS",
+        help="close a keep-alive connection idle this long (default 15)",
+    )
     serve.add_argument("--name", default="knowledge", help="knowledge name; the MCP tool is search_<name>")
     serve.add_argument("--description", default="", help="what the knowledge holds (shown to models)")
     serve.add_argument(
@@ -219,6 +239,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--mcp-stdio",
         action="store_true",
         help="speak MCP (newline-delimited JSON-RPC) on stdin/stdout instead of HTTP",
+    )
+    serve.add_argument(
+        "--api-keys",
+        metavar="FILE",
+        default=None,
+        help="require API keys (Authorization: Bearer KEY) from FILE, lines KEY:SCOPES with scopes "
+        "read, ingest, admin (default: $KAG_API_KEYS; none: no authentication)",
+    )
+    serve.add_argument(
+        "--insecure-no-auth",
+        action="store_true",
+        help="allow serving a non-loopback --host without API keys (anyone who reaches it can read and write)",
+    )
+    serve.add_argument("--no-metrics", action="store_true", help="do not serve GET /metrics")
+    serve.add_argument(
+        "--no-access-log", action="store_true", help="do not log each request (logger kag.server.access)"
     )
     return parser
 
@@ -442,10 +478,18 @@ def _stop_event() -> asyncio.Event:
 
 async def _serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from kag.server.app import create_app
+    from kag.server.auth import APIKeys, check_bind
     from kag.server.http import HTTPServer
     from kag.server.mcp import MCPServer
     from kag.server.wire import LOCAL_HOSTS
 
+    # keys and the bind are checked before the backend is opened: a refusal costs nothing
+    keys = APIKeys.from_file(args.api_keys) if args.api_keys is not None else APIKeys.from_env()
+    if not args.mcp_stdio:
+        warning = check_bind(args.host, keys, insecure_no_auth=args.insecure_no_auth)
+        if warning:
+            print(f"kag: {warning}", file=err, flush=True)
+    logging.getLogger("kag.server.access").setLevel(logging.WARNING if args.no_access_log else logging.INFO)
     service = _service(args, name=args.name, description=args.description, source_roots=args.source_root)
     try:
         await _prepare(service, args, err)
@@ -470,6 +514,8 @@ async def _serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             mcp=not args.no_mcp,
             allowed_origins=args.allow_origin,
             allowed_hosts=LOCAL_HOSTS | {args.host} if local else None,  # public bind: no Host check
+            api_keys=keys,
+            metrics=not args.no_metrics,
         )
         server = HTTPServer(
             app,
@@ -478,10 +524,13 @@ async def _serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             max_body_bytes=args.max_body,
             max_header_bytes=args.max_header,
             request_timeout=args.timeout,
+            keep_alive_timeout=args.idle_timeout,
+            max_connections=args.max_connections,
         )
         await server.start()
         mcp = "" if args.no_mcp else f", MCP at {server.url}/mcp"
-        print(f"kag serving {service.kb.uri} on {server.url}{mcp}", file=out, flush=True)
+        auth = f", API keys: {len(keys)}" if keys is not None else ", no authentication"
+        print(f"kag serving {public_uri(service.kb.uri)} on {server.url}{mcp}{auth}", file=out, flush=True)
         print(f"port {server.port}", file=out, flush=True)
         serving = asyncio.create_task(server.serve_forever())
         try:

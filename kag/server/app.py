@@ -12,6 +12,14 @@ Routes (JSON in, JSON out)::
                                                                          -> {"answer", "search", "cypher", "facts", ...}
     POST /ingest           {"entities"?, "relations"?, "texts"?, "sources"?, "extract"?} -> report
     POST /mcp              MCP Streamable HTTP transport (JSON-RPC 2.0, JSON responses)
+    GET  /metrics          Prometheus text format (501 without the ``metrics`` extra)
+
+With API keys (:mod:`kag.server.auth`), every route but ``/health`` needs
+``Authorization: Bearer <key>`` (**401** without a valid key, **403** outside its
+scope); ``/health`` then shows its counts and URI only to a key with ``read``.
+Each request is logged once on the ``kag.server.access`` logger (INFO: client,
+method, route, status, latency in ms and the key's id; never bodies or keys) and
+counted in :mod:`kag.server.metrics`.
 
 Request bodies must be ``application/json`` (else **415**) holding an object;
 unknown fields are refused. Errors are ``{"error": {"type", "message"}}``:
@@ -31,20 +39,25 @@ unknown fields are refused. Errors are ``{"error": {"type", "message"}}``:
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
 import pydantic
 
+from kag.datamodels.schema import provider_schema
 from kag.errors import (
     BackendAuthError,
     BackendUnavailableError,
     HTTPError,
 )
 from kag.query.triplet import triplet_search_schema
+from kag.server.auth import APIKey, APIKeys
 from kag.server.http import Request, Response
 from kag.server.mcp import MCPServer
+from kag.server.metrics import METRICS_MISSING, Metrics
 from kag.server.service import Service
+from kag.server.specs import backend_name
 from kag.server.wire import (
     LOCAL_HOSTS,
     AskRequest,
@@ -60,6 +73,7 @@ from kag.server.wire import (
 __all__ = ["App", "create_app"]
 
 logger = logging.getLogger("kag.server")
+access_logger = logging.getLogger("kag.server.access")
 
 RouteHandler = Callable[[Request], Awaitable[Response]]
 
@@ -71,6 +85,10 @@ class App:
     ``allowed_origins`` lists extra browser origins allowed besides local ones.
     ``allowed_hosts`` are the ``Host`` header names accepted (default: local
     names only, against DNS rebinding); ``None`` accepts any (e.g. behind a proxy).
+    ``api_keys``: require a key on every route but ``/health`` (``None``: no
+    authentication, for loopback use). ``metrics``: where requests are counted
+    (``None``: nowhere); ``metrics_route`` serves ``GET /metrics`` (**501** when
+    ``metrics`` is ``None``, naming the ``metrics`` extra).
     """
 
     def __init__(
@@ -80,9 +98,14 @@ class App:
         mcp: MCPServer | None = None,
         allowed_origins: Collection[str] = (),
         allowed_hosts: Collection[str] | None = LOCAL_HOSTS,
+        api_keys: APIKeys | None = None,
+        metrics: Metrics | None = None,
+        metrics_route: bool = True,
     ) -> None:
         self.service = service
         self.mcp = mcp
+        self.api_keys = api_keys
+        self.metrics = metrics
         self.allowed_origins = frozenset(allowed_origins)
         self.allowed_hosts = None if allowed_hosts is None else frozenset(allowed_hosts)
         self.routes: dict[str, dict[str, RouteHandler]] = {
@@ -96,29 +119,73 @@ class App:
         }
         if mcp is not None:
             self.routes["/mcp"] = {"POST": mcp.handle_http}
+        if metrics_route:
+            self.routes["/metrics"] = {"GET": self.metrics_text}
 
     async def __call__(self, request: Request) -> Response:
-        """Handle one request."""
+        """Handle one request: answer it, then count it and write its access log line."""
+        start = time.perf_counter()
+        route = request.path if request.path in self.routes else "unmatched"
+        if self.metrics is not None:
+            self.metrics.in_flight.inc()
+        try:
+            response, key = await self._answer(request)
+        finally:
+            if self.metrics is not None:
+                self.metrics.in_flight.dec()
+        elapsed = time.perf_counter() - start
+        if self.metrics is not None:
+            self.metrics.observe_request(request.method, route, response.status, elapsed)
+        if access_logger.isEnabledFor(logging.INFO):
+            key_id = key.key_id if key is not None else "-"
+            access_logger.info(
+                "%s %s %s %d %.1fms key=%s",
+                request.client or "-",
+                request.method[:16],
+                route,
+                response.status,
+                elapsed * 1000,
+                key_id,
+                extra={
+                    "client": request.client,
+                    "method": request.method[:16],
+                    "route": route,
+                    "status": response.status,
+                    "latency_ms": round(elapsed * 1000, 3),
+                    "key_id": key_id,
+                },
+            )
+        return response
+
+    async def _answer(self, request: Request) -> tuple[Response, APIKey | None]:
         if self.allowed_hosts is not None and not host_allowed(request.header("host"), self.allowed_hosts):
-            return Response.error(403, "Forbidden", "this Host is not allowed")
+            return Response.error(403, "Forbidden", "this Host is not allowed"), None
         origin = request.header("origin")
         if origin and not origin_allowed(origin, self.allowed_origins):
-            return Response.error(403, "Forbidden", "this Origin is not allowed")
+            return Response.error(403, "Forbidden", "this Origin is not allowed"), None
         methods = self.routes.get(request.path)
+        key: APIKey | None = None
+        if self.api_keys is not None:
+            authorization = request.header("authorization")
+            key = self.api_keys.identify(authorization)
+            try:
+                self.api_keys.require(key, request.path if methods else None, sent=bool(authorization.strip()))
+            except HTTPError as exc:
+                return Response.error(exc.status, exc.kind, exc.message, exc.headers), key
         if methods is None:
-            return Response.error(404, "NotFound", f"no route {request.path!r}; see GET / for the routes")
+            return Response.error(404, "NotFound", f"no route {request.path!r}; see GET / for the routes"), key
         handler = methods.get(request.method)
         if handler is None:
             allow = ", ".join(sorted(methods))
             return Response.error(
                 405, "MethodNotAllowed", f"{request.path} accepts {allow}, not {request.method}", {"Allow": allow}
-            )
+            ), key
         try:
-            return await handler(request)
+            return await handler(request), key
         except HTTPError as exc:
-            return Response.error(exc.status, exc.kind, exc.message, exc.headers)
+            return Response.error(exc.status, exc.kind, exc.message, exc.headers), key
         except Exception as exc:
-            return error_response(exc)
+            return error_response(exc), key
 
     def _body(self, request: Request, model: type[pydantic.BaseModel]) -> Any:
         data = parse_json_body(request)
@@ -138,16 +205,30 @@ class App:
         )
 
     async def health(self, request: Request) -> Response:
-        """``GET /health``: status, backend and counts; 503 when the backend cannot be reached."""
+        """``GET /health``: status, backend and counts; 503 when the backend cannot be reached.
+
+        With API keys, a caller without a ``read`` key gets only ``status`` and ``backend``.
+        """
+        detailed = True
+        if self.api_keys is not None:
+            key = self.api_keys.identify(request.header("authorization"))
+            detailed = key is not None and key.allows("read")
         try:
-            return Response.json(200, await self.service.health())
+            health = await self.service.health()
         except (BackendUnavailableError, BackendAuthError) as exc:
-            body = {
-                "status": "unavailable",
-                "backend": self.service.kb.uri.split("://", 1)[0],
-                "error": {"type": type(exc).__name__, "message": str(exc)},
-            }
+            body: dict[str, Any] = {"status": "unavailable", "backend": backend_name(self.service.kb)}
+            if detailed:
+                body["error"] = {"type": type(exc).__name__, "message": str(exc)}
             return Response.json(503, body)
+        if not detailed:
+            health = {"status": health["status"], "backend": health["backend"]}
+        return Response.json(200, health)
+
+    async def metrics_text(self, request: Request) -> Response:
+        """``GET /metrics``: the Prometheus text format; **501** without the ``metrics`` extra."""
+        if self.metrics is None:
+            return Response.error(501, "NotImplemented", METRICS_MISSING)
+        return Response(200, self.metrics.render(), {"Content-Type": self.metrics.content_type})
 
     async def schema(self, request: Request) -> Response:
         """``GET /schema``: declared labels and the TripletSearch JSON schema."""
@@ -163,7 +244,7 @@ class App:
                 label: {"subject": list(spec.subj_labels), "object": list(spec.obj_labels)}
                 for label, spec in graph.relations.items()
             },
-            "triplet_search": triplet_search_schema(graph),
+            "triplet_search": provider_schema(triplet_search_schema(graph)),
         }
         return Response.json(200, body)
 
@@ -200,6 +281,8 @@ class App:
             sources=sources,
             extract=body.extract,
         )
+        if self.metrics is not None:
+            self.metrics.observe_ingest(report)
         return Response.json(200, report)
 
 
@@ -209,11 +292,25 @@ def create_app(
     mcp: bool = True,
     allowed_origins: Collection[str] = (),
     allowed_hosts: Collection[str] | None = LOCAL_HOSTS,
+    api_keys: APIKeys | None = None,
+    metrics: bool = True,
 ) -> App:
-    """An :class:`App` over ``service``, with the MCP endpoint at ``/mcp`` unless ``mcp=False``."""
+    """An :class:`App` over ``service``, with the MCP endpoint at ``/mcp`` unless ``mcp=False``.
+
+    ``api_keys`` turns authentication on. ``metrics=True`` counts requests, store calls,
+    ingested rows and model tokens when ``prometheus_client`` is installed and serves
+    them at ``GET /metrics`` (**501** naming the extra when it is not); ``False``: no ``/metrics``.
+    """
+    collected = Metrics.create() if metrics else None
+    if collected is not None:
+        # the model is read only once built (service._lm), so scraping never builds one
+        collected.watch(service.kb.store, service.knowledge.store, model=lambda: service._lm)
     return App(
         service,
         mcp=MCPServer(service) if mcp else None,
         allowed_origins=allowed_origins,
         allowed_hosts=allowed_hosts,
+        api_keys=api_keys,
+        metrics=collected,
+        metrics_route=metrics,
     )

@@ -7,9 +7,12 @@ JSON-RPC 2.0 over two transports:
   ``application/json``, notifications/responses with **202** and no body. There
   is no server-initiated stream: ``GET /mcp`` answers **405**. The server is
   stateless (no ``Mcp-Session-Id``); an ``MCP-Protocol-Version`` header, when
-  sent, must name a supported version (else **400**).
+  sent, must name a supported version (else **400**). When the app has API keys
+  (:mod:`kag.server.auth`), ``/mcp`` needs ``Authorization: Bearer <key>`` with
+  the ``read`` scope.
 * **stdio** (:meth:`MCPServer.serve_stdio`): newline-delimited JSON-RPC on
-  stdin/stdout; nothing else is written to stdout.
+  stdin/stdout; nothing else is written to stdout. Each message gets one line on
+  the ``kag.server.access`` logger (method, outcome, latency; never params).
 
 Methods: ``initialize`` (protocol version negotiation: the client's version when
 supported, else the latest one), ``notifications/initialized``, ``ping``,
@@ -35,11 +38,13 @@ import logging
 import os
 import sys
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any, BinaryIO
 
 import pydantic
 
+from kag.datamodels.schema import provider_schema
 from kag.errors import HTTPError, InvalidInputError, KagError, RPCError, SchemaError
 from kag.knowledge.tool import KnowledgeTool
 from kag.query.plan import MAX_HOPS
@@ -52,6 +57,7 @@ from kag.validation import loads_json
 __all__ = ["LATEST_PROTOCOL_VERSION", "SUPPORTED_PROTOCOL_VERSIONS", "MCPServer"]
 
 logger = logging.getLogger("kag.server.mcp")
+access_logger = logging.getLogger("kag.server.access")
 
 SUPPORTED_PROTOCOL_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 LATEST_PROTOCOL_VERSION = SUPPORTED_PROTOCOL_VERSIONS[0]
@@ -134,7 +140,7 @@ class MCPServer:
         self._tool_names = {tool["name"] for tool in self.tools}
 
     def _triplet_schema(self) -> dict[str, Any]:
-        single = triplet_search_schema(self.service.schema)
+        single = provider_schema(triplet_search_schema(self.service.schema))
         fields = dict(single["properties"])
         hop = {**single}
         hop.pop("title", None)
@@ -351,9 +357,11 @@ class MCPServer:
             except InvalidInputError as exc:  # bad UTF-8, bad JSON, or nested too deeply: answered, not fatal
                 write(_error(None, PARSE_ERROR, f"parse error: {exc}"))
                 continue
+            start = time.perf_counter()
             reply = await self.handle_message(message)
             if reply is not None:
                 write(reply)
+            _log_stdio(message, reply, time.perf_counter() - start)
 
 
 class _FDReader(io.RawIOBase):
@@ -386,6 +394,27 @@ class _FDReader(io.RawIOBase):
                 line, self._pending = self._pending, b""
                 return line
             self._pending += chunk
+
+
+def _log_stdio(message: Any, reply: Any, seconds: float) -> None:
+    """One access log line per stdio message: method, outcome, latency (never params or results)."""
+    if not access_logger.isEnabledFor(logging.INFO):
+        return
+    if isinstance(message, list):
+        method = f"batch({len(message)})"
+    else:
+        name = message.get("method") if isinstance(message, dict) else None
+        method = name[:64] if isinstance(name, str) else "-"
+    replies = reply if isinstance(reply, list) else [reply]
+    failed = any(isinstance(r, dict) and ("error" in r or (r.get("result") or {}).get("isError")) for r in replies)
+    outcome = "error" if failed else ("ok" if reply is not None else "notification")
+    access_logger.info(
+        "stdio MCP %r %s %.1fms",
+        method,
+        outcome,
+        seconds * 1000,
+        extra={"transport": "stdio", "method": method, "status": outcome, "latency_ms": round(seconds * 1000, 3)},
+    )
 
 
 def _safe_id(message: Any) -> Any:
