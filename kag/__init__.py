@@ -36,7 +36,7 @@ from kag.knowledge import (
 from kag.knowledge.factory import BACKENDS
 from kag.knowledge.rerank import EmbeddingReranker, LexicalReranker, Reranker
 from kag.knowledge.retrievers import CallableRetriever, Retriever
-from kag.lm import BaseLanguageModel, LanguageModel, LexicalLM, OllamaLM, OpenAICompatibleLM, ScriptedLM
+from kag.lm import BaseLanguageModel, LanguageModel, LexicalLM, LlamaCppLM, OllamaLM, OpenAICompatibleLM, ScriptedLM
 from kag.programs import (
     ExtractionReport,
     Generator,
@@ -82,6 +82,7 @@ __all__ = [
     "LanguageModel",
     "LexicalLM",
     "LexicalReranker",
+    "LlamaCppLM",
     "Module",
     "OllamaLM",
     "OpenAICompatibleLM",
