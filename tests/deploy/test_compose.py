@@ -24,6 +24,7 @@ import yaml
 
 from kag.server import HTTPServer, Service, create_app
 from kag.server.auth import hash_key
+from tests.helpers.serve import served_port
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"
@@ -225,14 +226,7 @@ def test_compose_start_up_path_against_neo4j(neo4j_config: dict[str, str]) -> No
         text=True,
     )
     try:
-        assert proc.stdout is not None
-        port = None
-        for _ in range(5):
-            match = re.match(r"port (\d+)$", proc.stdout.readline().strip())
-            if match:
-                port = int(match.group(1))
-                break
-        assert port, proc.stderr.read() if proc.stderr else ""
+        port = served_port(proc)
         # as compose does: healthy at the first passing check within its retries (a cold Neo4j JVM
         # may answer the very first count queries slowly)
         retries = compose(required_env())["services"]["kag"]["healthcheck"]["retries"]

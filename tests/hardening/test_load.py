@@ -19,6 +19,7 @@ import pytest
 
 from kag.server import HTTPServer, Request, Response, Service, create_app
 from kag.server.http import EVICT_GRACE, RETRY_AFTER
+from tests.helpers.serve import served_port
 
 SEED = "kag.examples.seed"
 CLIENT_TIMEOUT = 120.0  # generous: 2 shared cores, other processes running
@@ -195,14 +196,7 @@ def test_serve_max_connections_and_idle_timeout(tmp_path: Path) -> None:
         [sys.executable, "-m", "kag.cli", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
     )
     try:
-        assert proc.stdout is not None
-        port = None
-        for _ in range(5):
-            match = re.match(r"port (\d+)$", proc.stdout.readline().strip())
-            if match:
-                port = int(match.group(1))
-                break
-        assert port, proc.stderr.read() if proc.stderr else ""
+        port = served_port(proc)
 
         async def scenario(port: int) -> list[int]:
             idle = [await _idle_socket(port) for _ in range(3)]

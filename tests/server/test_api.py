@@ -19,6 +19,7 @@ import pytest
 
 from kag.errors import BackendUnavailableError
 from kag.server import HTTPServer, Service, create_app
+from tests.helpers.serve import served_port
 
 SEED = "kag.examples.seed"
 NOTES = (
@@ -463,15 +464,7 @@ def test_serve_subprocess_prints_port_and_shuts_down(tmp_path: Path) -> None:
         env=env,
     )
     try:
-        assert proc.stdout is not None
-        port = None
-        for _ in range(5):
-            line = proc.stdout.readline()
-            match = re.match(r"port (\d+)$", line.strip())
-            if match:
-                port = int(match.group(1))
-                break
-        assert port, proc.stderr.read() if proc.stderr else ""
+        port = served_port(proc)
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
             assert client.get("/health").json()["counts"]["Country"] == 5
             hits = client.post("/search", json={"query": "Rome", "label": "City", "k": 1}).json()["hits"]

@@ -21,6 +21,7 @@ from kag.cli import main
 from kag.errors import APIKeysError, InsecureBindError, UsageError
 from kag.server import HTTPServer, Service, create_app
 from kag.server.auth import APIKeys, check_bind, hash_key, is_loopback
+from tests.helpers.serve import served_port
 
 SEED = "kag.examples.seed"
 READ = "read-" + secrets.token_urlsafe(24)
@@ -270,13 +271,7 @@ def _serve(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str],
         text=True,
         env={**env, "PYTHONUNBUFFERED": "1"},
     )
-    assert proc.stdout is not None
-    for _ in range(5):
-        match = re.match(r"port (\d+)$", proc.stdout.readline().strip())
-        if match:
-            return proc, int(match.group(1))
-    proc.kill()
-    raise AssertionError(proc.communicate()[1])
+    return proc, served_port(proc)
 
 
 def _stop(proc: subprocess.Popen[str]) -> str:
