@@ -1,4 +1,4 @@
-"""The ``kag`` command line: ``kag demo | ingest | query | search | stats | serve``.
+"""The ``kag`` command line: ``kag demo | ingest | query | search | stats | schema | serve``.
 
 Every command that works on a knowledge base takes ``--kb URI`` (``memory://``,
 ``memory://path/kb.json``, ``neo4j://host:7687``; default ``$KAG_KB`` or
@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -178,6 +179,26 @@ def build_parser() -> argparse.ArgumentParser:
     stats = sub.add_parser("stats", help="node and relation counts")
     _kb_options(stats)
     stats.add_argument("--json", action="store_true", help="print the counts as JSON")
+
+    schema = sub.add_parser(
+        "schema", help="print Entity/Relation models (Python) of an existing Neo4j graph's labels and types"
+    )
+    schema.add_argument(
+        "--from",
+        dest="source",
+        metavar="URI",
+        default=None,
+        help="the Neo4j graph: neo4j://host:7687 or bolt://... (default: $NEO4J_URI; "
+        "credentials from NEO4J_USERNAME / NEO4J_PASSWORD / NEO4J_DATABASE)",
+    )
+    schema.add_argument(
+        "--sample",
+        type=_checked(int, lambda n: n >= 1, "a positive int", "expected a positive int"),
+        default=None,
+        metavar="N",
+        help="read at most N relationships to find endpoint labels (default: all)",
+    )
+    schema.add_argument("--output", "-o", metavar="FILE", default=None, help="write the module to FILE")
 
     serve = sub.add_parser("serve", help="serve the HTTP API and MCP (or MCP over stdio)")
     _kb_options(serve, lm=True)
@@ -466,6 +487,25 @@ async def _stats(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
+async def _schema(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from kag.graph.introspect import introspect
+
+    source = args.source or os.environ.get("NEO4J_URI")
+    if not source:
+        raise UsageError("give --from neo4j://host:7687 (or set NEO4J_URI).")
+    if not source.startswith(("neo4j://", "neo4j+s://", "neo4j+ssc://", "bolt://", "bolt+s://", "bolt+ssc://")):
+        raise UsageError(f"--from must be a neo4j:// or bolt:// URI, got {public_uri(source)!r}.")
+    description = await introspect(source, sample=args.sample)
+    text = description.source()
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+        labels, types = len(description.labels), len(description.relation_types)
+        print(f"wrote {labels} entity and {types} relation models to {args.output}", file=err)
+    else:
+        out.write(text)
+    return 0
+
+
 def _stop_event() -> asyncio.Event:
     """An event set by SIGINT/SIGTERM (where the loop supports signal handlers)."""
     stop = asyncio.Event()
@@ -546,7 +586,14 @@ async def _serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         await service.aclose()
 
 
-_COMMANDS = {"ingest": _ingest, "query": _query, "search": _search, "stats": _stats, "serve": _serve}
+_COMMANDS = {
+    "ingest": _ingest,
+    "query": _query,
+    "search": _search,
+    "stats": _stats,
+    "schema": _schema,
+    "serve": _serve,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

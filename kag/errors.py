@@ -175,3 +175,11 @@ class APIKeysError(UsageError):
 
 class InsecureBindError(UsageError):
     """Serving on a non-loopback address without API keys was refused (give keys, or ``--insecure-no-auth``)."""
+
+
+class CypherUnsupportedError(QueryError, NotImplementedError):
+    """``kb.query(cypher)`` on a store that does not run Cypher (``memory://``).
+
+    Cypher runs on Neo4j only: open the knowledge base on ``neo4j://...``, or say it
+    with ``triplet_search`` (which runs on every backend).
+    """

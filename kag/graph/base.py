@@ -21,6 +21,8 @@ from kag.query.plan import QueryPlan
 
 SOURCES = "kag_sources"
 """The provenance property (ids of the chunks an item came from): a store merges it, never replaces it."""
+DIRECT = "kag_direct"
+"""Set (true, never unset) on an item upserted without provenance: it survives losing every source."""
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import base64
 import json
 import operator
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -28,7 +28,7 @@ import numpy as np
 
 from kag.errors import ConfigError, EmbeddingError, StoreFormatError
 from kag.files import atomic_write_json
-from kag.graph.base import SOURCES, NodeRecord, PlanResult, PlanRow, RelationRecord
+from kag.graph.base import DIRECT, SOURCES, NodeRecord, PlanResult, PlanRow, RelationRecord
 from kag.query.plan import HopSpec, NodeSpec, QueryPlan
 
 FORMAT = "kag-memory-store"
@@ -241,6 +241,24 @@ class MemoryGraphStore:
         if found:
             self._index = None
         return found
+
+    def retract(self, chunk_ids: Collection[str]) -> dict[str, int]:
+        """Remove ``chunk_ids`` from every item's provenance; delete the items left without any.
+
+        An item is deleted when its provenance becomes empty and it was never upserted
+        directly (see ``kag.graph.base.DIRECT``); an entity goes with its relations.
+        Call it holding :attr:`lock`. Returns ``{"entities": n, "relations": m}`` removed.
+        """
+        chunks = set(chunk_ids)
+        if not chunks:
+            return {"entities": 0, "relations": 0}
+        doomed_rels = [key for _, _, key, data in self.graph.edges(keys=True, data=True) if _retract(data, chunks)]
+        doomed_nodes = [node for node, data in self.graph.nodes(data=True) if _retract(data, chunks)]
+        rels = self._delete(doomed_rels)
+        before = self.graph.number_of_edges()
+        nodes = self._delete(doomed_nodes)
+        self._index = None
+        return {"entities": nodes, "relations": rels + before - self.graph.number_of_edges()}
 
     def _drop_rel(self, rel_id: str) -> None:
         pos = self._rel_pos.pop(rel_id, None)
@@ -650,6 +668,20 @@ def _merge_props(props: dict[str, Any], new: Mapping[str, Any]) -> None:
     props.update(new)
     if SOURCES in new:
         props[SOURCES] = sorted({*(before or []), *new[SOURCES]})
+
+
+def _retract(data: dict[str, Any], chunks: set[str]) -> bool:
+    """Drop ``chunks`` from an item's provenance; whether the item is left unsupported."""
+    props = data["props"]
+    before = props.get(SOURCES)
+    if not before or chunks.isdisjoint(before):
+        return False
+    rest = [s for s in before if s not in chunks]
+    if rest:
+        props[SOURCES] = rest
+        return False
+    del props[SOURCES]  # as Neo4j: a property set to null is gone
+    return not props.get(DIRECT)
 
 
 def _utf16(text: str) -> str:

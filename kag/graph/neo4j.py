@@ -27,7 +27,7 @@ import os
 import random
 import time
 from collections import OrderedDict, defaultdict
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
 import neo4j
@@ -39,12 +39,13 @@ from kag.errors import (
     BackendUnavailableError,
     ConfigError,
     EmbeddingError,
+    InvalidInputError,
     QueryError,
     StoreError,
     StoreFormatError,
     UnsafeQueryError,
 )
-from kag.graph.base import SOURCES, NodeRecord, PlanResult, PlanRow, RelationRecord
+from kag.graph.base import DIRECT, SOURCES, NodeRecord, PlanResult, PlanRow, RelationRecord
 from kag.query.cypher import compile_plan, quote, quote_name, vector_index_name
 from kag.query.plan import QueryPlan
 
@@ -368,11 +369,74 @@ class Neo4jGraphStore:
         results = await self.write_transaction(statements, "deleting nodes and relations")
         return sum(int(records[0]["n"]) for records in results)
 
+    @staticmethod
+    def retract_statements(chunks_param: str = "chunks") -> list[tuple[str, str]]:
+        """Cypher that removes the chunk ids in ``$<chunks_param>`` from every item's provenance and
+        deletes the items left without any that were never upserted directly (entities with their
+        relations). Run relations first, then nodes, in one write transaction; each returns ``n``
+        (items deleted) and ``edges`` (relations deleted along with the nodes).
+        """
+        src, direct, node = quote(SOURCES), quote(DIRECT), quote(ENTITY)
+        chunks = "$" + chunks_param
+
+        def step(match: str, var: str, delete: str) -> str:
+            return (
+                f"{match} WHERE {var}.{src} IS NOT NULL AND any(s IN {var}.{src} WHERE s IN {chunks})\n"
+                f"WITH {var}, [s IN {var}.{src} WHERE NOT s IN {chunks}] AS rest\n"
+                f"SET {var}.{src} = CASE WHEN size(rest) = 0 THEN null ELSE rest END\n"
+                f"WITH collect(CASE WHEN size(rest) = 0 AND NOT coalesce({var}.{direct}, false) "
+                f"THEN {var} END) AS doomed\n" + delete
+            )
+
+        rels = step(
+            f"MATCH (:{node})-[r]->(:{node})",
+            "r",
+            "FOREACH (r IN doomed | DELETE r)\nRETURN size(doomed) AS n, 0 AS edges",
+        )
+        nodes = step(
+            f"MATCH (n:{node})",
+            "n",
+            f"WITH doomed, COLLECT {{ UNWIND doomed AS d MATCH (d)-[x]-(:{node}) RETURN DISTINCT x }} AS xs\n"
+            "FOREACH (d IN doomed | DETACH DELETE d)\nRETURN size(doomed) AS n, size(xs) AS edges",
+        )
+        return [("relations", rels), ("entities", nodes)]
+
+    async def retract(self, chunk_ids: Sequence[str]) -> dict[str, int]:
+        """Remove ``chunk_ids`` from every item's provenance, in one transaction; delete the items
+        left without any that were never upserted directly. Returns the entities and relations deleted.
+        """
+        out = {"entities": 0, "relations": 0}
+        if not chunk_ids:
+            return out
+        steps = self.retract_statements()
+        params = {"chunks": list(dict.fromkeys(chunk_ids))}
+        results = await self.write_transaction([(q, params) for _, q in steps], "retracting provenance")
+        for (what, _), records in zip(steps, results, strict=True):
+            out[what] += int(records[0]["n"])
+            out["relations"] += int(records[0]["edges"])
+        return out
+
     # -- reads ----------------------------------------------------------------
     async def read(self, query: str, params: dict[str, Any], what: str) -> neo4j.EagerResult:
         """Run a query that ``EXPLAIN`` proves read-only (see :meth:`assert_read_only`)."""
         await self.assert_read_only(query, params)
         return await self.run(query, params, write=False, what=what)
+
+    async def query(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Run a Cypher query that ``EXPLAIN`` proves read-only; return its rows as dicts.
+
+        Nodes and relationships in the rows become their property maps (``record.data()``).
+
+        Raises:
+            UnsafeQueryError: Neo4j does not classify the query as read-only (nothing ran).
+            QueryError: the query is not valid Cypher, or failed.
+        """
+        if not isinstance(cypher, str) or not cypher.strip():
+            raise InvalidInputError("query() needs a Cypher query text.")
+        if params is not None and not isinstance(params, Mapping):
+            raise InvalidInputError(f"query() params must be a dict, got {type(params).__name__}.")
+        res = await self.read(cypher, dict(params or {}), "running a read-only Cypher query")
+        return [record.data() for record in res.records]
 
     async def assert_read_only(self, query: str, params: dict[str, Any]) -> None:
         """Refuse ``query`` unless ``EXPLAIN`` reports it read-only (cached per text)."""

@@ -150,15 +150,23 @@ class MemoryPassageStore:
         return [e for e, node in self._mentions.get(chunk_id, {}).items() if self._live(e, node)]
 
     async def delete_documents(self, ids: Sequence[str]) -> int:
+        """Delete documents, their chunks and MENTIONS, and retract the provenance the chunks gave.
+
+        Entities and relations left without provenance (and never upserted directly)
+        are deleted too, in the same locked step (see :meth:`MemoryGraphStore.retract`).
+        """
         async with self.graph_store.lock:
             found = 0
+            chunk_ids: list[str] = []
             for doc_id in dict.fromkeys(ids):
                 if doc_id in self._documents:
                     found += 1
+                    chunk_ids.extend(self._doc_chunks.get(doc_id, []))
                     self._drop_chunks(doc_id)
                     del self._documents[doc_id]
             if found:
                 self._dirty = True
+                self.graph_store.retract(chunk_ids)
             return found
 
     async def link(self, mentions: Sequence[Mention]) -> int:

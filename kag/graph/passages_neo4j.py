@@ -181,22 +181,42 @@ class Neo4jPassageStore:
         return sum(await self._write_tx(stmts, "linking chunks to entities"))
 
     async def delete_documents(self, ids: Sequence[str]) -> int:
+        """Delete documents, their chunks and MENTIONS, and retract the provenance the chunks gave,
+        in one transaction: entities and relations left without provenance (and never upserted
+        directly) are deleted too (see :meth:`Neo4jGraphStore.retract_statements`).
+        """
         ids = list(dict.fromkeys(ids))
         if not ids:
             return 0
-        (n,) = await self._write_tx(
-            [
-                (
-                    "UNWIND $ids AS id MATCH (d:Document {id: id}) "
-                    "OPTIONAL MATCH (d)-[:HAS_CHUNK]->(c:Chunk) "
-                    "WITH d, collect(c) AS chunks FOREACH (c IN chunks | DETACH DELETE c) "
-                    "DETACH DELETE d RETURN count(*) AS n",
-                    {"ids": ids},
-                )
-            ],
-            "deleting documents",
+        # the chunk ids are collected first, so the retraction sees them after the chunks are gone
+        collect = (
+            "UNWIND $ids AS id MATCH (d:Document {id: id}) OPTIONAL MATCH (d)-[:HAS_CHUNK]->(c:Chunk) "
+            "WITH collect(c.id) AS chunks RETURN chunks"
         )
-        return n
+        delete = (
+            "UNWIND $ids AS id MATCH (d:Document {id: id}) "
+            "OPTIONAL MATCH (d)-[:HAS_CHUNK]->(c:Chunk) "
+            "WITH d, collect(c) AS chunks FOREACH (c IN chunks | DETACH DELETE c) "
+            "DETACH DELETE d RETURN count(*) AS n"
+        )
+        retract = [query for _, query in self.graph_store.retract_statements()]
+        store = self.graph_store
+
+        async def work(tx: Any) -> int:
+            record = await (await tx.run(collect, {"ids": ids})).single()
+            chunk_ids = list(record["chunks"]) if record is not None else []
+            done = await (await tx.run(delete, {"ids": ids})).single()
+            if chunk_ids:
+                for query in retract:
+                    await (await tx.run(query, {"chunks": chunk_ids})).consume()
+            return int(done["n"]) if done is not None else 0
+
+        async def call() -> int:
+            async with store.driver.session(database=store.database) as session:
+                found: int = await session.execute_write(work)
+                return found
+
+        return await store.retry("deleting documents", call)
 
     async def clear(self) -> None:
         store = self.graph_store

@@ -16,9 +16,9 @@ import numpy as np
 from kag._sync import SyncFacade, blocking
 from kag.datamodels.base import Entity, Relation, check_storable
 from kag.datamodels.schema import GraphSchema
-from kag.errors import ConfigError, EmbeddingError, InvalidInputError, SchemaError
+from kag.errors import ConfigError, CypherUnsupportedError, EmbeddingError, InvalidInputError, SchemaError
 from kag.graph import open_store
-from kag.graph.base import GraphStore, NodeRecord, PlanRow, RelationRecord, flatten, unflatten
+from kag.graph.base import DIRECT, GraphStore, NodeRecord, PlanRow, RelationRecord, flatten, unflatten
 from kag.graph.factory import passage_store_for
 from kag.graph.memory import MemoryGraphStore
 from kag.graph.neo4j import Neo4jGraphStore
@@ -169,11 +169,18 @@ class KnowledgeBase:
         endpoint ``City(name="Paris")`` never erases a stored population.
         ``sources`` maps entity/relation ids to the ids of the chunks they were
         found in; they are added to the stored provenance (see :meth:`provenance`).
+        An item without sources is marked as upserted directly: deleting or
+        re-indexing documents never removes it (an extracted item is removed
+        once the last chunk it came from is deleted).
         """
         await self.ensure_ready()
         entities, relations = self.records(items)  # type: ignore[arg-type]
         vectors = await self.embed([e.search_text() for e in entities])
         extra = await self._merged_sources(sources or {}, entities, relations)
+        # an item written without provenance was asserted directly: deleting documents never removes it
+        for item_id in (*(e.id for e in entities), *(r.id for r in relations)):
+            if item_id not in extra:
+                extra[item_id] = {DIRECT: True}
         nodes = [
             NodeRecord(e.id, e.label, flatten(e, include=_set_fields(e)) | extra.get(e.id, {}), vectors[i])
             for i, e in enumerate(entities)
@@ -188,7 +195,7 @@ class KnowledgeBase:
 
     async def _merged_sources(
         self, sources: Mapping[str, Iterable[str]], entities: list[Entity], relations: list[Relation]
-    ) -> dict[str, dict[str, list[str]]]:
+    ) -> dict[str, dict[str, Any]]:
         if not sources:
             return {}
         node_ids = [e.id for e in entities if e.id in sources]
@@ -381,6 +388,24 @@ class KnowledgeBase:
             props.update(await self.store.get_nodes(missing))
         return [EntityHit(self._entity(props[i]), s) for i, s in top if i in props]
 
+    async def query(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Run a read-only Cypher query on Neo4j, for what the triplet language cannot say.
+
+        The query runs only when Neo4j's ``EXPLAIN`` classifies it read-only (values go in
+        ``params``, never into the text); rows come back as dicts, nodes and relationships
+        as their property maps. It works on any Neo4j graph, kag's or not.
+
+        Raises:
+            UnsafeQueryError: the query writes (or Neo4j cannot prove it does not); nothing ran.
+            CypherUnsupportedError: the store is not Neo4j (``memory://`` runs no Cypher).
+        """
+        if not isinstance(self.store, Neo4jGraphStore):
+            raise CypherUnsupportedError(
+                f"query() runs Cypher on Neo4j; {self.uri} is not a Neo4j store. Open the knowledge base "
+                "on neo4j://..., or use triplet_search(), which runs on every backend."
+            )
+        return await self.store.query(cypher, params)
+
     async def execute(self, plan: QueryPlan) -> list[PlanRow]:
         """Run a bound plan and return raw rows (ids, properties, scores)."""
         await self.ensure_ready()
@@ -455,4 +480,5 @@ class KnowledgeBaseSync(SyncFacade[KnowledgeBase]):
     similarity_search = blocking(KnowledgeBase.similarity_search)
     names = blocking(KnowledgeBase.names)
     execute = blocking(KnowledgeBase.execute)
+    query = blocking(KnowledgeBase.query)
     subgraph = blocking(KnowledgeBase.subgraph)

@@ -197,6 +197,8 @@ class PassageIndexer:
             new_ids = {i.document.id for i in fresh}
             stale = [d.id for d in await self.store.list_documents(sources=replaceable) if d.id not in new_ids]
             report.deleted += await self.store.delete_documents(stale)
+            if report.deleted:
+                self.kb.revision += 1  # deleting documents retracts provenance: extracted items may be gone
         return report
 
     async def _write(self, items: Sequence[LoadedDocument], matcher: EntityMatcher) -> IndexReport:

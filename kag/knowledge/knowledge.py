@@ -410,6 +410,8 @@ class Knowledge:
             ]
         matcher = await build_matcher(self.store, self.kb.schema)
         report = await self.indexer.index(docs, matcher, progress)
+        if report.deleted:
+            self.invalidate_entities()
         report.errors[:0] = errors
         return report
 
@@ -487,6 +489,8 @@ class Knowledge:
         same_source = await self.store.list_documents(sources=sorted({d.source for d in documents}))
         stale = [d.id for d in same_source if d.id not in keep]
         replaced = await self.store.delete_documents(stale) if stale else 0
+        if replaced or report.deleted:
+            self._retracted()
         return {"documents": report.documents, "chunks": report.chunks, "skipped": report.skipped, "replaced": replaced}
 
     async def delete(
@@ -502,6 +506,10 @@ class Knowledge:
         ``refs`` and ``ids`` are sorted by their form (``doc_``: document, ``e_``/``r_``: graph
         ids, else a source); ``document_ids`` and ``sources`` say what they are. Returns how
         many documents, entities and relations existed.
+
+        A deleted document takes its chunks and their MENTIONS with it, and its chunks leave the
+        provenance of every entity and relation: those left without provenance that were never
+        upserted directly (extracted only from it) are deleted too; the others are kept.
         """
         self._require_managed("delete")
         items: list[str | Entity | Relation] = (
@@ -536,6 +544,8 @@ class Knowledge:
                 doc_ids.extend(d.id for d in listed)
                 self._sources = [s for s in self._sources if not (isinstance(s, str | Path) and str(s) in keys)]
             deleted = await self.store.delete_documents(list(dict.fromkeys(doc_ids))) if doc_ids else 0
+            if deleted:
+                self._retracted()
             if graph_ids:
                 deleted += await self.kb.delete(graph_ids)
                 self.fact_finder.invalidate()
@@ -577,11 +587,18 @@ class Knowledge:
                     report.errors.extend(
                         failure(d.source, f"{d.source} is gone; refresh(delete_missing=True) removes it.") for d in gone
                     )
+            if report.deleted:
+                self._retracted()
             return report
 
     async def sync_sources(self, *, delete_missing: bool = False) -> IndexReport:
         """Another name of :meth:`refresh`."""
         return await self.refresh(delete_missing=delete_missing)
+
+    def _retracted(self) -> None:
+        # deleted documents retract provenance: extracted entities and relations may be gone
+        self.kb.revision += 1
+        self.invalidate_entities()
 
     def invalidate_entities(self) -> None:
         """Forget the cached entity names (call after changing entities through the KnowledgeBase directly)."""
