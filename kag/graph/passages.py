@@ -222,8 +222,16 @@ class PassageStore(Protocol):
         k: int,
         where: Mapping[str, Any] | None = None,
         ids: Sequence[str] | None = None,
+        *,
+        candidates: int | None = None,
     ) -> list[PassageRow]:
-        """Exact top-``k`` chunks by cosine (mapped to [0, 1]), optionally only among ``ids``."""
+        """Top-``k`` chunks by cosine (mapped to [0, 1]), optionally only among ``ids``.
+
+        Exact by default. ``candidates=N`` lets a store with an approximate index take the
+        ``max(N, k)`` nearest chunks from it and score only those exactly (faster on large
+        corpora, may miss chunks; a filter applies after the index). A store without one
+        stays exact.
+        """
         ...
 
     async def keyword_search(self, text: str, k: int, where: Mapping[str, Any] | None = None) -> list[PassageRow]:

@@ -225,7 +225,12 @@ class MemoryPassageStore:
         k: int,
         where: Mapping[str, Any] | None = None,
         ids: Sequence[str] | None = None,
+        *,
+        candidates: int | None = None,
     ) -> list[PassageRow]:
+        # always exact: a scan of the in-memory matrix is already fast; candidates is accepted and ignored
+        if candidates is not None:
+            check_k(candidates, name="candidates")
         return await run_locked(self.graph_store.lock, self._vector_search, vector, k, where, ids)
 
     def _vector_search(

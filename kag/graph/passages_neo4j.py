@@ -11,9 +11,11 @@
   (:func:`kag.query.filters.compile_cypher`, always parameterized);
 * every read goes through the store's EXPLAIN-guarded ``read``.
 
-Vector search is exact (``vector.similarity.cosine`` over the filtered chunks,
-which Neo4j maps to ``[0, 1]`` as ``(1 + cos) / 2``), so it agrees with the
-memory store. Keyword search runs Lucene (BM25 similarity, analyzer
+Vector search is exact by default (``vector.similarity.cosine`` over the
+filtered chunks, which Neo4j maps to ``[0, 1]`` as ``(1 + cos) / 2``), so it
+agrees with the memory store; ``candidates=N`` opts into the HNSW index (built
+without quantization) for the nearest ``N`` chunks, rescored exactly. Keyword
+search runs Lucene (BM25 similarity, analyzer
 ``standard-no-stop-words``) over the words of the query, OR-ed; its scores are
 not those of the memory store's BM25.
 """
@@ -21,6 +23,7 @@ not those of the memory store's BM25.
 from __future__ import annotations
 
 import itertools
+import logging
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -33,9 +36,13 @@ from kag.graph.passages import ChunkRecord, DocumentRecord, Mention, PassageRow,
 from kag.query.filters import SCOPED_FILTER_DEPTH, compile_cypher, flatten_metadata, validate_filter
 from kag.validation import check_k
 
+log = logging.getLogger(__name__)
+
 VECTOR_INDEX = "kag_chunk_embedding"
 FULLTEXT_INDEX = "kag_chunk_text"
 MAX_QUERY_TERMS = 64
+HNSW_M = 32
+HNSW_EF_CONSTRUCTION = 200
 _TERM = re.compile(r"\w+", re.UNICODE)
 _ROW = (
     f"RETURN c.id AS id, c {{.*, embedding: null}} AS props, score, [(c)-[:MENTIONS]->(e:{ENTITY}) | e.id] AS mentions"
@@ -54,6 +61,7 @@ class Neo4jPassageStore:
     def __init__(self, graph_store: Neo4jGraphStore) -> None:
         self.graph_store = graph_store
         self._dims: int | None = None
+        self._warned = False
 
     # -- schema ---------------------------------------------------------------
     async def ensure_schema(self, dimensions: int) -> None:
@@ -62,8 +70,12 @@ class Neo4jPassageStore:
         statements = [
             "CREATE CONSTRAINT kag_document_id IF NOT EXISTS FOR (d:Document) REQUIRE d.id IS UNIQUE",
             "CREATE CONSTRAINT kag_chunk_id IF NOT EXISTS FOR (c:Chunk) REQUIRE c.id IS UNIQUE",
+            # quantization off and a denser HNSW graph: with Neo4j's defaults (quantized vectors, m=16)
+            # the index alone caps recall well below what approximate search with exact rescoring needs
             f"CREATE VECTOR INDEX {VECTOR_INDEX} IF NOT EXISTS FOR (c:Chunk) ON c.embedding OPTIONS "
-            f"{{indexConfig: {{`vector.dimensions`: {dims}, `vector.similarity_function`: 'cosine'}}}}",
+            f"{{indexConfig: {{`vector.dimensions`: {dims}, `vector.similarity_function`: 'cosine', "
+            f"`vector.quantization.enabled`: false, `vector.hnsw.m`: {HNSW_M}, "
+            f"`vector.hnsw.ef_construction`: {HNSW_EF_CONSTRUCTION}}}}}",
             f"CREATE FULLTEXT INDEX {FULLTEXT_INDEX} IF NOT EXISTS FOR (c:Chunk) ON EACH [c.text]",
         ]
         for stmt in statements:
@@ -76,7 +88,16 @@ class Neo4jPassageStore:
             what="reading passage index settings",
         )
         for record in res.records:
-            have = (record["options"] or {}).get("indexConfig", {}).get("vector.dimensions")
+            config = (record["options"] or {}).get("indexConfig", {})
+            have = config.get("vector.dimensions")
+            if config.get("vector.quantization.enabled") and not self._warned:
+                self._warned = True  # an index an older kag created: exact search is unaffected
+                log.warning(
+                    "Neo4j index %s stores quantized vectors, which caps the recall of candidates= searches; "
+                    "run DROP INDEX %s and kag recreates it without quantization on the next start",
+                    VECTOR_INDEX,
+                    VECTOR_INDEX,
+                )
             if have is not None and int(have) != dims:
                 raise EmbeddingError(
                     f"Neo4j index {VECTOR_INDEX} holds {have}-dimensional vectors but the embedder gives "
@@ -239,8 +260,12 @@ class Neo4jPassageStore:
         k: int,
         where: Mapping[str, Any] | None = None,
         ids: Sequence[str] | None = None,
+        *,
+        candidates: int | None = None,
     ) -> list[PassageRow]:
         k = check_k(k, minimum=0)
+        if candidates is not None:
+            candidates = check_k(candidates, name="candidates")
         vec = np.asarray(vector, dtype=np.float32).reshape(-1)
         if self._dims is not None and vec.shape[0] != self._dims:
             raise EmbeddingError(f"query vector has {vec.shape[0]} dimensions, the passages {self._dims}.")
@@ -253,9 +278,17 @@ class Neo4jPassageStore:
         if ids is not None:
             params["ids"] = list(dict.fromkeys(ids))
             cond = f"c.id IN $ids AND {cond}"
+        if candidates is not None and ids is None:
+            # approximate: the nearest chunks from the HNSW index, then the filter and exact scores
+            params["index"] = VECTOR_INDEX
+            params["candidates"] = max(candidates, k)
+            source = (
+                f"CALL db.index.vector.queryNodes($index, $candidates, $vector) YIELD node AS c\nWITH c WHERE {cond}\n"
+            )
+        else:
+            source = f"MATCH (c:Chunk) WHERE {cond}\n"
         query = (
-            f"MATCH (c:Chunk) WHERE {cond}\n"
-            "WITH c, vector.similarity.cosine(c.embedding, $vector) AS score\n"
+            source + "WITH c, vector.similarity.cosine(c.embedding, $vector) AS score\n"
             "ORDER BY score DESC, c.id ASC LIMIT $k\n" + _ROW
         )
         res = await self.graph_store.read(query, params, "searching chunks by vector")

@@ -640,11 +640,15 @@ class Knowledge:
         where: Mapping[str, Any] | None = None,
         *,
         mode: SearchMode | None = None,
+        candidates: int | None = None,
     ) -> list[SearchHit]:
         """Facts (up to ``k``) then passages (up to ``k``) relevant to ``query``; ``k`` defaults to ``default_k``.
 
         ``where`` filters passages by metadata within the configured scope;
-        ``mode`` overrides the configured passage ranking for this call. Every hit
+        ``mode`` overrides the configured passage ranking for this call.
+        ``candidates=N`` makes passage vector search approximate on Neo4j (the ``N`` nearest
+        chunks from its vector index, rescored exactly; a filter applies after the index, so
+        fewer hits may come back); the memory store is always exact. Every hit
         carries its 1-based ``rank`` in the returned list. Retrieval-only knowledge
         returns the retriever's (reranked) hits, with the scope's keys overriding
         the same keys of ``where``.
@@ -665,10 +669,10 @@ class Knowledge:
         need_vector = mode != "keyword" or self.mmr_lambda is not None or self.facts
         qvec = await embed_query(self.kb.embedder, query) if need_vector else None
         if self.reranker is not None:
-            pool = await self._passages(query, qvec, max(self.fetch_k, k), scope, mode)
+            pool = await self._passages(query, qvec, max(self.fetch_k, k), scope, mode, candidates)
             passages = await rerank_hits(self.reranker, query, pool, k)
         else:
-            passages = await self._passages(query, qvec, k, scope, mode)
+            passages = await self._passages(query, qvec, k, scope, mode, candidates)
         facts = await self.fact_finder.find(query, qvec, k, scope) if self.facts else []
         return _ranked(facts + passages)
 
@@ -690,20 +694,26 @@ class Knowledge:
         return hits[:k]
 
     async def _passages(
-        self, query: str, qvec: np.ndarray | None, k: int, scope: dict[str, Any] | None, mode: str
+        self,
+        query: str,
+        qvec: np.ndarray | None,
+        k: int,
+        scope: dict[str, Any] | None,
+        mode: str,
+        candidates: int | None = None,
     ) -> list[SearchHit]:
         fetch = max(self.fetch_k, k)
         want = fetch if self.mmr_lambda is not None else k
         if mode == "vector":
             assert qvec is not None
-            rows = await self.store.vector_search(qvec, want, scope)
+            rows = await self.store.vector_search(qvec, want, scope, candidates=candidates)
             scored = [(r, r.score) for r in rows]
         elif mode == "keyword":
             rows = await self.store.keyword_search(query, want, scope)
             scored = [(r, r.score) for r in rows]
         else:
             assert qvec is not None
-            vrows = await self.store.vector_search(qvec, fetch, scope)
+            vrows = await self.store.vector_search(qvec, fetch, scope, candidates=candidates)
             krows = await self.store.keyword_search(query, fetch, scope)
             by_id = {r.chunk_id: r for r in vrows}
             missing = [r.chunk_id for r in krows if r.chunk_id not in by_id]

@@ -205,3 +205,53 @@ def test_lucene_query_quotes_words_only() -> None:
         lucene_query('AND (title:"x") OR -y* ~z^2 ü') == '"and" OR "title" OR "x" OR "or" OR "y" OR "z" OR "2" OR "ü"'
     )
     assert lucene_query("!?") == ""
+
+
+# -- approximate passage vector search (candidates=N) ---------------------------------------
+
+
+def _numbered_documents(n: int) -> list[Document]:
+    topics = ["rivers", "mountains", "cities", "languages", "currencies", "islands", "deserts"]
+    return [
+        Document(
+            text=f"Note {i} on {topics[i % len(topics)]}: item {i * 7919 % 1000} of the {topics[(i * 3) % 7]} list.",
+            metadata={"source": f"n{i}.md", "lang": "en" if i % 2 else "de", "n": i},
+        )
+        for i in range(n)
+    ]
+
+
+async def test_candidates_cover_the_corpus_give_the_exact_rows(
+    backend: str, knowledge_factory: KnowledgeFactory
+) -> None:
+    k = await knowledge_factory()
+    await k.add(_numbered_documents(120))
+    total = (await k.store.counts())["chunks"]
+    for query in ("rivers item 17", "notes about islands", "currencies list 404"):
+        qvec = await k.kb.embedder.embed([query])
+        exact = await k.store.vector_search(qvec[0], 10)
+        # asking the index for every chunk leaves nothing for it to miss: same rows, order and scores
+        approx = await k.store.vector_search(qvec[0], 10, candidates=total)
+        assert [(r.chunk_id, round(r.score, 9)) for r in approx] == [(r.chunk_id, round(r.score, 9)) for r in exact]
+        # a filter applies after the index: only matching chunks, never more than k
+        scoped = await k.store.vector_search(qvec[0], 10, {"lang": "en"}, candidates=total)
+        assert scoped and all(r.metadata["lang"] == "en" for r in scoped)
+        exact_scoped = await k.store.vector_search(qvec[0], 10, {"lang": "en"})
+        assert [r.chunk_id for r in scoped] == [r.chunk_id for r in exact_scoped]
+    hits = await k.search("rivers item 17", k=5, mode="vector", candidates=total)
+    assert [h.chunk_id for h in hits if h.chunk_id] == [
+        h.chunk_id for h in await k.search("rivers item 17", k=5, mode="vector") if h.chunk_id
+    ]
+    with pytest.raises(InvalidInputError, match="candidates"):
+        await k.store.vector_search(qvec[0], 10, candidates=0)
+    if backend == "neo4j":
+        store = k.store
+        assert isinstance(store, Neo4jPassageStore)
+        res = await store.graph_store.run(
+            "SHOW VECTOR INDEXES YIELD name, options WHERE name = 'kag_chunk_embedding' RETURN options",
+            None,
+            write=False,
+            what="t",
+        )
+        config = res.records[0]["options"]["indexConfig"]
+        assert config["vector.quantization.enabled"] is False and config["vector.hnsw.m"] == 32
