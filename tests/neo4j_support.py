@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,3 +58,17 @@ def check_reachable(settings: dict[str, str]) -> None:
         if required():
             pytest.fail(message, pytrace=False)
         pytest.skip(message)
+
+
+def sync_session() -> Iterator[Any]:
+    """A blocking driver session on the test server (for module fixtures); skips or fails when unreachable."""
+    from neo4j import GraphDatabase
+
+    config = neo4j_settings()
+    check_reachable(config)
+    driver = GraphDatabase.driver(config["uri"], auth=(config["user"], config["password"]))
+    try:
+        with driver.session(database=config["database"]) as s:
+            yield s
+    finally:
+        driver.close()

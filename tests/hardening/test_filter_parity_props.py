@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from kag.errors import KagError
 from kag.query.filters import compile_cypher, flatten_metadata, matches
-from tests.neo4j_support import check_reachable, neo4j_settings
+from tests.neo4j_support import sync_session
 
 pytestmark = pytest.mark.neo4j
 
@@ -63,16 +63,7 @@ def _filter(draw: st.DrawFn, depth: int = 0) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def session() -> Iterator[Any]:
-    from neo4j import GraphDatabase
-
-    config = neo4j_settings()
-    check_reachable(config)
-    driver = GraphDatabase.driver(config["uri"], auth=(config["user"], config["password"]))
-    try:
-        with driver.session(database=config["database"]) as s:
-            yield s
-    finally:
-        driver.close()
+    yield from sync_session()
 
 
 def _memory(where: dict[str, Any], rows: list[dict[str, Any]]) -> list[bool] | type[KagError]:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from kag.errors import InvalidInputError
 from kag.query.filters import compile_cypher, flatten_metadata, matches
-from tests.neo4j_support import check_reachable, neo4j_settings
+from tests.neo4j_support import sync_session
 from tests.rag.test_filters import CASES, META
 
 pytestmark = pytest.mark.neo4j
@@ -30,16 +30,7 @@ ROWS: list[dict[str, Any]] = [
 
 @pytest.fixture(scope="module")
 def session() -> Iterator[Any]:
-    from neo4j import GraphDatabase
-
-    config = neo4j_settings()
-    check_reachable(config)
-    driver = GraphDatabase.driver(config["uri"], auth=(config["user"], config["password"]))
-    try:
-        with driver.session(database=config["database"]) as s:
-            yield s
-    finally:
-        driver.close()
+    yield from sync_session()
 
 
 def _evaluate(session: Any, filters: list[dict[str, Any]], rows: list[dict]) -> list[list[bool]]:
