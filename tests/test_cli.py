@@ -155,7 +155,7 @@ def test_ingest_extract_with_an_openai_compatible_server(
         (["stats", "--schema", "no_such_module_xyz:M"], "cannot import module"),
         (["stats", "--schema", "kag.examples.seed:CAPITALS"], "expected a list"),
         (["stats", "--schema", "kag.errors"], "neither ENTITY_MODELS"),
-        (["stats", "--kb", "sqlite://kb.db"], "unsupported --kb URI"),
+        (["stats", "--kb", "redis://kb.db"], "unsupported --kb URI"),
         (["search", "x", "--label", "Planet", *SEED], "allowed labels: Country, City"),
         (["ingest", "missing-file.md", *SEED], "source not found"),
         (["ingest", *SEED], "nothing to ingest"),

@@ -16,6 +16,8 @@ from kag.graph.neo4j import Neo4jGraphStore
 from kag.graph.passages import PassageStore
 from kag.graph.passages_memory import MemoryPassageStore
 from kag.graph.passages_neo4j import Neo4jPassageStore
+from kag.graph.sqlite import SCHEME as SQLITE_SCHEME
+from kag.graph.sqlite import SQLiteGraphStore, parse_sqlite_uri
 
 NEO4J_SCHEMES = ("neo4j://", "neo4j+s://", "neo4j+ssc://", "bolt://", "bolt+s://", "bolt+ssc://")
 
@@ -26,7 +28,7 @@ def default_uri() -> str:
 
 
 def open_store(uri: str | None = None, **options: Any) -> GraphStore:
-    """Open the store a URI names: ``memory://[path]`` or ``neo4j://host:port`` / ``bolt://...``.
+    """Open the store a URI names: ``memory://[path]``, ``sqlite://path[?namespace=x]`` or ``neo4j://host:port``.
 
     ``uri=None`` is :func:`default_uri`; with a caller's ``driver=`` and no URI anywhere, the store
     is on Neo4j through that driver.
@@ -42,10 +44,16 @@ def open_store(uri: str | None = None, **options: Any) -> GraphStore:
         if options:
             raise ConfigError(f"memory:// takes no options, got {sorted(options)}.")
         return MemoryGraphStore(path or None)
+    if uri.startswith(SQLITE_SCHEME):
+        if options:
+            raise ConfigError(f"sqlite:// takes no options (the namespace goes in the URI), got {sorted(options)}.")
+        db_path, namespace = parse_sqlite_uri(uri)
+        return SQLiteGraphStore(db_path, namespace)
     if uri.startswith(NEO4J_SCHEMES):
         return Neo4jGraphStore(uri, **options)
     raise ConfigError(
-        f"unsupported store URI {uri!r}: use 'memory://', 'memory://path/to/kb.json' or 'neo4j://host:7687'."
+        f"unsupported store URI {uri!r}: use 'memory://', 'memory://path/to/kb.json', "
+        "'sqlite:///path/to/kb.db?namespace=docs' or 'neo4j://host:7687'."
     )
 
 
@@ -54,6 +62,8 @@ _MEMORY_STORES: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary(
 
 def passage_store_for(store: Any) -> PassageStore:
     """The passage store of a graph store (memory stores share one side structure per store)."""
+    if isinstance(store, SQLiteGraphStore):  # before MemoryGraphStore: it is one
+        return store.passage_store()
     if isinstance(store, MemoryGraphStore):
         found = _MEMORY_STORES.get(store)
         if found is None:

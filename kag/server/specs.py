@@ -25,6 +25,7 @@ from kag.datamodels.schema import GraphSchema
 from kag.errors import ConfigError, SchemaError, UsageError
 from kag.graph import NEO4J_SCHEMES, default_uri
 from kag.graph.memory import MemoryGraphStore
+from kag.graph.sqlite import SQLiteGraphStore, parse_sqlite_uri
 from kag.knowledge.base import KnowledgeBase
 from kag.lm.base import LanguageModel
 
@@ -154,7 +155,7 @@ def default_kb_uri() -> str:
 
 
 def check_kb_uri(uri: str) -> str:
-    """Check a ``--kb`` value: ``memory://``, ``memory://path.json`` or ``neo4j://`` / ``bolt://`` URIs."""
+    """Check a ``--kb`` value: ``memory://``, ``memory://path.json``, ``sqlite://path.db[?namespace=x]`` or ``neo4j://``."""
     if not isinstance(uri, str) or not uri.strip():
         raise UsageError("--kb must be a URI such as memory://kb.json or neo4j://127.0.0.1:7687.")
     uri = uri.strip()
@@ -166,16 +167,29 @@ def check_kb_uri(uri: str) -> str:
         if parent is not None and not parent.is_dir():
             raise UsageError(f"--kb {uri}: the directory {parent} does not exist; create it first (mkdir -p {parent}).")
         return uri
+    if uri.startswith("sqlite://"):
+        try:
+            db_path, _ = parse_sqlite_uri(uri)
+        except ConfigError as exc:
+            raise UsageError(f"--kb {uri}: {exc}") from exc
+        if db_path.is_dir():
+            raise UsageError(f"--kb {uri}: {db_path} is a directory; name a file such as {db_path / 'kb.db'}.")
+        if not db_path.parent.is_dir():
+            raise UsageError(f"--kb {uri}: the directory {db_path.parent} does not exist; create it first.")
+        return uri
     if uri.startswith(NEO4J_SCHEMES):
         if not urlsplit(uri).hostname:
             raise UsageError(f"--kb {uri}: no host; use e.g. neo4j://127.0.0.1:7687.")
         return uri
-    raise UsageError(f"unsupported --kb URI {uri!r}: use memory://, memory://path/to/kb.json or neo4j://host:7687.")
+    raise UsageError(
+        f"unsupported --kb URI {uri!r}: use memory://, memory://path/to/kb.json, "
+        "sqlite:///path/to/kb.db?namespace=docs or neo4j://host:7687."
+    )
 
 
 def public_uri(uri: str) -> str:
     """``uri`` without credentials (``neo4j://user:pw@host`` -> ``neo4j://host``)."""
-    if uri.startswith("memory://"):
+    if uri.startswith(("memory://", "sqlite://")):
         return uri
     parts = urlsplit(uri)
     host = parts.hostname or ""
@@ -185,7 +199,9 @@ def public_uri(uri: str) -> str:
 
 
 def backend_name(kb: KnowledgeBase) -> str:
-    """``"memory"`` or ``"neo4j"`` (else the store's class name)."""
+    """``"memory"``, ``"sqlite"`` or ``"neo4j"`` (else the store's class name)."""
+    if isinstance(kb.store, SQLiteGraphStore):
+        return "sqlite"
     if isinstance(kb.store, MemoryGraphStore):
         return "memory"
     if kb.uri.startswith(NEO4J_SCHEMES):

@@ -85,7 +85,7 @@ def test_kb_uri_and_public_uri(tmp_path: Path) -> None:
     assert check_kb_uri("memory://") == "memory://"
     assert check_kb_uri(f"memory://{tmp_path}/kb.json").endswith("kb.json")
     assert check_kb_uri("neo4j://127.0.0.1:7687") == "neo4j://127.0.0.1:7687"
-    for bad in ("", "sqlite://x.db", "neo4j://", f"memory://{tmp_path}"):
+    for bad in ("", "redis://x.db", f"sqlite://{tmp_path}", "neo4j://", f"memory://{tmp_path}"):
         with pytest.raises(UsageError):
             check_kb_uri(bad)
     assert public_uri("neo4j://neo4j:s3cret@db.local:7687") == "neo4j://db.local:7687"
