@@ -4,11 +4,18 @@ Backends by name:
 
 * ``"memory"``: the embedded networkx graph store, in process; ``path=`` makes it
   a file (``Knowledge.save()`` writes it);
+* ``"sqlite"``: the embedded store made durable: ``path=`` names the SQLite file,
+  ``namespace=`` (default ``"default"``) isolates knowledge bases sharing it; every
+  write is one committed transaction, and the file is loaded into memory when opened;
 * ``"neo4j"``: a Neo4j server; ``uri``, ``username``, ``password`` and ``database``
   as keywords, else from ``NEO4J_URI``, ``NEO4J_USERNAME``, ``NEO4J_PASSWORD`` and
   ``NEO4J_DATABASE`` (``neo4j://localhost:7687`` when no URI is set anywhere).
 
-Store URIs (``memory://``, ``memory://kb.json``, ``neo4j://host:7687``,
+Retrieval-only over an index kag does not manage: ``"vector"`` (``store=`` a
+``kag.rag.VectorStore``), ``"chroma"``, ``"qdrant"`` and ``"pinecone"`` (the caller's
+client, collection or index; see :mod:`kag.knowledge.vector_backends`).
+
+Store URIs (``memory://``, ``memory://kb.json``, ``sqlite:///kb.db?namespace=x``, ``neo4j://host:7687``,
 ``bolt://...``) are accepted as before. A retriever object or a search function
 instead of a name gives retrieval-only knowledge (see :class:`Knowledge`).
 """
@@ -22,17 +29,17 @@ from typing import Any
 from kag.datamodels.base import Entity, Relation
 from kag.errors import ConfigError, UnknownBackendError
 from kag.graph.factory import NEO4J_SCHEMES
+from kag.graph.sqlite import DEFAULT_NAMESPACE, sqlite_uri
 from kag.knowledge.base import KnowledgeBase
 from kag.knowledge.knowledge import Knowledge, SearchMode
 from kag.knowledge.rerank import Reranker
+from kag.knowledge.vector_backends import VECTOR_BACKENDS, vector_knowledge
 from kag.rag.loaders import AutoLoader, Source
 from kag.rag.splitter import RecursiveCharacterSplitter
 
 __all__ = ["BACKENDS", "create_knowledge"]
 
-BACKENDS: tuple[str, ...] = ("memory", "neo4j")
-# backends of other RAG libraries that kag does not provide (the error says so instead of "unknown")
-_NOT_PROVIDED = ("sqlite", "vector", "chroma", "pinecone", "qdrant")
+BACKENDS: tuple[str, ...] = ("memory", "sqlite", "neo4j")
 _NEO4J_SETTINGS = ("uri", "username", "password", "database")
 
 
@@ -43,6 +50,15 @@ def _backend_uri(backend: str, options: dict[str, Any]) -> str:
         if path is not None and backend != "memory":
             raise ConfigError("give a memory path either in the URI or as path=..., not both.")
         return backend if backend != "memory" else f"memory://{os.fspath(path) if path is not None else ''}"
+    if backend == "sqlite":
+        path = options.pop("path", None)
+        if path is None:
+            raise ConfigError("the 'sqlite' backend needs path=... (the SQLite file, created when missing).")
+        return sqlite_uri(path, options.pop("namespace", None) or DEFAULT_NAMESPACE)
+    if backend.startswith("sqlite://"):
+        if "path" in options or "namespace" in options:
+            raise ConfigError("give the sqlite path and namespace either in the URI or as keywords, not both.")
+        return backend
     if backend == "neo4j":
         uri = options.pop("uri", None) or os.environ.get("NEO4J_URI") or "neo4j://localhost:7687"
         if not str(uri).startswith(NEO4J_SCHEMES):
@@ -50,13 +66,7 @@ def _backend_uri(backend: str, options: dict[str, Any]) -> str:
         return str(uri)
     if backend.startswith(NEO4J_SCHEMES):
         return backend
-    names = ", ".join(repr(b) for b in BACKENDS)
-    if backend in _NOT_PROVIDED:
-        raise UnknownBackendError(
-            f"kag has no {backend!r} backend; its backends are {names} (or a store URI such as 'memory://kb.json' "
-            "or 'neo4j://host:7687'). To search an existing index, pass a retriever: "
-            "Knowledge(my_retriever) or Knowledge.from_callable(my_search)."
-        )
+    names = ", ".join(repr(b) for b in (*BACKENDS, *VECTOR_BACKENDS))
     raise UnknownBackendError(
         f"unknown knowledge backend {backend!r}: use one of {names}, a store URI ('memory://', "
         "'memory://kb.json', 'neo4j://host:7687'), or a retriever object."
@@ -88,7 +98,8 @@ def create_knowledge(
 ) -> Knowledge:
     """Managed :class:`Knowledge` on a graph backend, or retrieval-only knowledge over a retriever.
 
-    ``backend`` is ``"memory"`` (``path=`` to persist), ``"neo4j"`` (``uri``, ``username``,
+    ``backend`` is ``"memory"`` (``path=`` to persist), ``"sqlite"`` (``path=`` and
+    ``namespace=``), ``"neo4j"`` (``uri``, ``username``,
     ``password``, ``database`` or the ``NEO4J_*`` variables), a store URI, or a retriever
     (an object with ``retrieve``, or a search function). An unknown name raises
     :class:`~kag.errors.UnknownBackendError` listing the names. ``sources`` are indexed
@@ -118,8 +129,35 @@ def create_knowledge(
                 raise ConfigError(f"a retriever backend takes no store options; got {extra}.")
             return Knowledge(backend, sources=sources, embedder=embedder, splitter=splitter, loader=loader, **options)
         raise UnknownBackendError(
-            f"backend must be a name ({', '.join(BACKENDS)}), a store URI or a retriever; "
-            f"got {type(backend).__name__}."
+            f"backend must be a name ({', '.join(BACKENDS)}), a store URI or a retriever; got {type(backend).__name__}."
+        )
+    if backend in VECTOR_BACKENDS:
+        # retrieval over an index kag does not manage: only the options it can honour are passed on,
+        # and a local control the caller set (not a default) is refused by name
+        given: dict[str, Any] = {
+            "mode": mode,
+            "fetch_k": fetch_k,
+            "mmr_lambda": mmr_lambda,
+            "alpha": None if alpha == 0.5 else alpha,
+            "facts": None if facts else facts,
+            "sources": sources,
+            "loader": loader,
+            "splitter": splitter,
+            "score_threshold": score_threshold,
+        }
+        if entity_models or relation_models:
+            raise ConfigError(f"the {backend!r} backend searches passages only; it takes no entity or relation models.")
+        return vector_knowledge(
+            backend,
+            name=name,
+            description=description,
+            default_k=default_k,
+            reranker=reranker,
+            where=where,
+            context_max_chars=context_max_chars,
+            embedder=embedder,
+            **{k: v for k, v in given.items() if v is not None},
+            **kb_options,
         )
     store_options = dict(kb_options)
     uri = _backend_uri(backend, store_options)

@@ -9,22 +9,38 @@ from kag.rag.onnx_embedder import OnnxEmbedder
 from kag.rag.openai_embedder import OpenAIEmbedder
 from kag.rag.splitter import RecursiveCharacterSplitter
 from kag.rag.urlsafety import fetch_url, validate_url
+from kag.rag.vector_adapters import ChromaRetriever, PineconeRetriever, QdrantRetriever
+from kag.rag.vectorstores import (
+    AtomicVectorStore,
+    InMemoryVectorStore,
+    SQLiteVectorStore,
+    VectorStore,
+    VectorStoreRetriever,
+)
 from kag.rag.wordllama_embedder import WordLlamaEmbedder
 from kag.ranking.bm25 import BM25Index
 from kag.ranking.fusion import hybrid_scores, mmr, score_threshold, sort_results
 
 __all__ = [
+    "AtomicVectorStore",
     "AutoLoader",
     "BM25Index",
     "CallableEmbedder",
+    "ChromaRetriever",
     "CombinedEmbedder",
     "Embedder",
     "HashEmbedder",
+    "InMemoryVectorStore",
     "LoadFailure",
     "LoadResult",
     "OnnxEmbedder",
     "OpenAIEmbedder",
+    "PineconeRetriever",
+    "QdrantRetriever",
     "RecursiveCharacterSplitter",
+    "SQLiteVectorStore",
+    "VectorStore",
+    "VectorStoreRetriever",
     "WordLlamaEmbedder",
     "compile_cypher",
     "compile_matcher",

@@ -32,6 +32,7 @@ from kag.errors import (
     InvalidInputError,
     UnknownBackendError,
     UnsupportedKnowledgeOperationError,
+    VectorBackendConfigError,
 )
 from kag.graph.neo4j import Neo4jGraphStore
 from kag.knowledge.indexing import IndexReport
@@ -235,11 +236,17 @@ def test_search_settings_and_unknown_backends() -> None:
         0.7,
     )
     assert knowledge.default_k == 5
-    for name in ("sqlite", "chroma", "nosuchstore"):
+    for name in ("weaviate", "nosuchstore"):
         with pytest.raises(UnknownBackendError) as info:
             create_knowledge(name)
-        assert "'memory'" in str(info.value) and "'neo4j'" in str(info.value)
+        assert "'memory'" in str(info.value) and "'neo4j'" in str(info.value) and "'qdrant'" in str(info.value)
     assert isinstance(info.value, ConfigError)
+    # the vector backends exist: without their client, collection or index they say which option is missing
+    for name, needed in (("pinecone", "index="), ("chroma", "collection="), ("qdrant", "client="), ("vector", "store")):
+        with pytest.raises(VectorBackendConfigError, match=needed):
+            create_knowledge(name)
+    with pytest.raises(VectorBackendConfigError, match="mode"):
+        create_knowledge("vector", store=object(), mode="hybrid")  # a local ranking control on a foreign index
     with pytest.raises(ConfigError, match="Neo4j settings"):
         create_knowledge("memory", password="x")
 
