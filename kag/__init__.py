@@ -8,6 +8,7 @@ lives in :mod:`kag.query`, the RAG building blocks in :mod:`kag.rag`, typed erro
 """
 
 from kag import errors
+from kag.agents import Agent, AgentCard
 from kag.datamodels import (
     ANY,
     Chunk,
@@ -55,6 +56,8 @@ from kag.version import __version__
 __all__ = [
     "ANY",
     "BACKENDS",
+    "Agent",
+    "AgentCard",
     "BaseLanguageModel",
     "CallableEmbedder",
     "CallableRetriever",

@@ -183,3 +183,25 @@ class CypherUnsupportedError(QueryError, NotImplementedError):
     Cypher runs on Neo4j only: open the knowledge base on ``neo4j://...``, or say it
     with ``triplet_search`` (which runs on every backend).
     """
+
+
+class UnsupportedFilterError(InvalidInputError):
+    """A ``where`` filter uses an operator an external index cannot evaluate natively.
+
+    Adapters over Chroma, Qdrant or Pinecone translate kag filters into the database's
+    own filter form and refuse what it cannot express rather than drop it: rewrite the
+    filter with the supported operators, or pass ``filter_converter=`` to build the
+    native filter yourself.
+    """
+
+
+class VectorBackendConfigError(ConfigError):
+    """A vector backend (``"vector"``, ``"chroma"``, ``"qdrant"``, ``"pinecone"``) got missing or refused options."""
+
+
+class MissingDependencyError(ConfigError, ImportError):
+    """An optional client library is not installed; the message names the extra to install."""
+
+
+class UnsupportedTransportError(ConfigError):
+    """An ``Agent`` was given a transport kag does not implement; only ``"runtime"`` (in-process) is."""

@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("kag.graph", "kag.rag", "kag.lm"),
     ("kag.knowledge",),
     ("kag.programs",),
-    ("kag.examples",),
+    ("kag.examples", "kag.agents"),
     ("kag.server", "kag.demo"),
     ("kag.cli",),
     ("kag",),
