@@ -41,7 +41,7 @@ from kag.errors import (
     KnowledgeNotFoundError,
     UnsupportedTransportError,
 )
-from kag.knowledge.answer import Citation, RAGAnswer, cited_labels, unseen_labels
+from kag.knowledge.answer import Citation, RAGAnswer, citation_for, cited_labels, unseen_labels
 from kag.knowledge.hits import Searcher, SearchHit
 from kag.knowledge.knowledge import Knowledge
 from kag.knowledge.tool import KnowledgeTool, RenderedContext, render_context
@@ -53,7 +53,6 @@ __all__ = ["Agent", "AgentSync", "RetrievalMode"]
 
 RetrievalMode = Literal["auto", "always", "required"]
 _STRENGTH: dict[str, int] = {"auto": 0, "always": 1, "required": 2}
-_EXCERPT_CHARS = 300
 
 
 class _Evidence:
@@ -78,25 +77,10 @@ class _Evidence:
 
     def cited(self, output: Any) -> list[Citation]:
         labels = [label for name in self.names for label in cited_labels(name, output, self.labels)]
-        return [_citation(label, self.labels[label]) for label in labels]
+        return [citation_for(label, self.labels[label]) for label in labels]
 
     def unseen(self, output: Any, names: Sequence[str]) -> list[str]:
         return [label for name in names for label in unseen_labels(name, output, self.labels)]
-
-
-def _citation(label: str, hit: SearchHit) -> Citation:
-    flat = " ".join(hit.text.split())
-    excerpt = flat if len(flat) <= _EXCERPT_CHARS else flat[: _EXCERPT_CHARS - 3] + "..."
-    return Citation(
-        label=label,
-        source=hit.source,
-        id=hit.id,
-        kind=hit.kind,
-        excerpt=excerpt,
-        score=hit.score,
-        ids=hit.ids,
-        metadata=dict(hit.metadata),
-    )
 
 
 def _check_mode(mode: Any, what: str) -> RetrievalMode:

@@ -199,7 +199,8 @@ def unseen_labels(name: str, output: Any, known: Mapping[str, Any]) -> list[str]
     return found
 
 
-def _citation(label: str, hit: SearchHit) -> Citation:
+def citation_for(label: str, hit: SearchHit) -> Citation:
+    """The citation of the result shown to the model as ``[label]`` (its text shortened to an excerpt)."""
     flat = " ".join(hit.text.split())
     excerpt = flat if len(flat) <= _EXCERPT_CHARS else flat[: _EXCERPT_CHARS - 3] + "..."
     return Citation(
@@ -270,7 +271,7 @@ async def ask(
     text = answer if isinstance(answer, str) else json.dumps(raw, ensure_ascii=False, sort_keys=True)
     return RAGAnswer(
         text=text,
-        citations=[_citation(label, labels[label]) for label in cited],
+        citations=[citation_for(label, labels[label]) for label in cited],
         hits=list(hits),
         query=question,
         output=output,
