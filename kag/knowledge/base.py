@@ -18,7 +18,7 @@ from kag.datamodels.base import Entity, Relation, check_storable
 from kag.datamodels.schema import GraphSchema
 from kag.errors import ConfigError, CypherUnsupportedError, EmbeddingError, InvalidInputError, SchemaError
 from kag.graph import open_store
-from kag.graph.base import DIRECT, GraphStore, NodeRecord, PlanRow, RelationRecord, flatten, unflatten
+from kag.graph.base import DIRECT, SOURCES, GraphStore, NodeRecord, PlanRow, RelationRecord, flatten, unflatten
 from kag.graph.factory import passage_store_for
 from kag.graph.memory import MemoryGraphStore
 from kag.graph.neo4j import Neo4jGraphStore
@@ -36,7 +36,6 @@ def _lists_entities(store: GraphStore) -> bool:
     return isinstance(store, MemoryGraphStore | Neo4jGraphStore)
 
 
-SOURCES = "kag_sources"  # bookkeeping property: ids of the chunks a fact came from
 SearchInput = TripletSearch | TripletChain | Sequence[TripletSearch] | dict[str, Any]
 
 
