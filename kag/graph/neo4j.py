@@ -179,6 +179,14 @@ class Neo4jGraphStore:
             except nx.Neo4jError as exc:
                 raise self._translate(exc, what) from exc
 
+    def session(self) -> Any:
+        """A session for an explicit transaction, on the bookmark manager ``execute_query`` uses.
+
+        Sharing it keeps causal consistency on a cluster: a read after this transaction's
+        commit waits for a member that has seen it.
+        """
+        return self.driver.session(database=self.database, bookmark_manager=self.driver.execute_query_bookmark_manager)
+
     async def run(self, query: str, params: dict[str, Any] | None, *, write: bool, what: str) -> neo4j.EagerResult:
         """Run one parameterized statement (routed to a writer when ``write``), with retries.
 
@@ -267,7 +275,7 @@ class Neo4jGraphStore:
             return out
 
         async def call() -> list[list[dict[str, Any]]]:
-            async with self.driver.session(database=self.database) as session:
+            async with self.session() as session:
                 done: list[list[dict[str, Any]]] = await session.execute_write(work)
                 return done
 
@@ -339,7 +347,7 @@ class Neo4jGraphStore:
                         raise StoreFormatError(f"relations refer to unknown nodes: {missing[:5]}")
 
             async def call(work: Callable[[Any], Awaitable[None]] = work) -> None:
-                async with self.driver.session(database=self.database) as session:
+                async with self.session() as session:
                     await session.execute_write(work)
 
             started = time.perf_counter()
@@ -546,7 +554,7 @@ class Neo4jGraphStore:
 
         async def call() -> None:
             # CALL ... IN TRANSACTIONS needs an auto-commit transaction
-            async with self.driver.session(database=self.database) as session:
+            async with self.session() as session:
                 await (await session.run(query)).consume()
 
         await self.retry("clearing the graph", call)
@@ -593,13 +601,15 @@ class _SyncDriver:
         self._driver = driver
 
     async def execute_query(self, query: str, **kwargs: Any) -> neo4j.EagerResult:
-        result: neo4j.EagerResult = await asyncio.to_thread(
-            lambda: self._driver.execute_query(query, **kwargs)
-        )
+        result: neo4j.EagerResult = await asyncio.to_thread(lambda: self._driver.execute_query(query, **kwargs))
         return result
 
     async def verify_connectivity(self) -> None:
         await asyncio.to_thread(self._driver.verify_connectivity)
+
+    @property
+    def execute_query_bookmark_manager(self) -> Any:
+        return self._driver.execute_query_bookmark_manager
 
     def session(self, **kwargs: Any) -> _SyncSession:
         return _SyncSession(self._driver.session(**kwargs))

@@ -119,7 +119,7 @@ class Neo4jPassageStore:
             return out
 
         async def call() -> list[int]:
-            async with store.driver.session(database=store.database) as session:
+            async with store.session() as session:
                 result: list[int] = await session.execute_write(work)
                 return result
 
@@ -233,7 +233,7 @@ class Neo4jPassageStore:
             return int(done["n"]) if done is not None else 0
 
         async def call() -> int:
-            async with store.driver.session(database=store.database) as session:
+            async with store.session() as session:
                 found: int = await session.execute_write(work)
                 return found
 
@@ -244,7 +244,7 @@ class Neo4jPassageStore:
         query = "MATCH (n) WHERE n:Document OR n:Chunk CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS"
 
         async def call() -> None:
-            async with store.driver.session(database=store.database) as session:
+            async with store.session() as session:
                 await (await session.run(query)).consume()
 
         await store.retry("clearing documents and chunks", call)

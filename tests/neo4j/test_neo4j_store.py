@@ -139,3 +139,26 @@ async def test_the_read_only_cache_is_bounded(neo4j_kb_factory: Any) -> None:
     assert len(store._read_only) == READ_ONLY_CACHE_SIZE
     assert f"RETURN $x AS c{READ_ONLY_CACHE_SIZE + 39}" in store._read_only  # the newest are kept
     assert "RETURN $x AS c0" not in store._read_only
+
+
+async def test_write_transactions_share_the_read_bookmarks(neo4j_kb_factory: Callable[..., Any]) -> None:
+    # on a cluster a read must wait for the member that saw the last write: the explicit write
+    # transactions (upserts, deletes) record their bookmark where execute_query reads look for it
+    kb = await neo4j_kb_factory(entity_models=ENTITY_MODELS, relation_models=RELATION_MODELS)
+    store = kb.store
+    assert isinstance(store, Neo4jGraphStore)
+    await kb.ensure_ready()
+    manager = store.driver.execute_query_bookmark_manager
+    before = set(await manager.get_bookmarks())
+    async with store.session() as session:
+
+        async def work(tx: Any) -> None:
+            await (await tx.run("CREATE (:BookmarkProbe {id: 'probe'})")).consume()
+
+        await session.execute_write(work)
+        last = await session.last_bookmarks()
+    after = set(await manager.get_bookmarks())
+    assert after != before and set(last.raw_values) <= after
+    await kb.upsert(seed_facts())
+    assert set(await manager.get_bookmarks()) != after  # the store's own upsert transaction moved them on
+    await store.run("MATCH (p:BookmarkProbe) DELETE p", None, write=True, what="cleanup")
