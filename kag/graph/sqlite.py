@@ -78,6 +78,7 @@ CREATE INDEX kag_mentions_entity ON kag_mentions (ns, entity_id);
 
 def sqlite_uri(path: str | os.PathLike[str], namespace: str = DEFAULT_NAMESPACE) -> str:
     """The store URI of ``path`` and ``namespace`` (``sqlite:///abs/kb.db?namespace=x``)."""
+    namespace = _check_namespace(namespace)
     return f"{SCHEME}{quote(os.path.abspath(os.fspath(path)))}?namespace={quote(namespace, safe='')}"
 
 

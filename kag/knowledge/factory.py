@@ -54,7 +54,8 @@ def _backend_uri(backend: str, options: dict[str, Any]) -> str:
         path = options.pop("path", None)
         if path is None:
             raise ConfigError("the 'sqlite' backend needs path=... (the SQLite file, created when missing).")
-        return sqlite_uri(path, options.pop("namespace", None) or DEFAULT_NAMESPACE)
+        namespace = options.pop("namespace", None)
+        return sqlite_uri(path, DEFAULT_NAMESPACE if namespace is None else namespace)
     if backend.startswith("sqlite://"):
         if "path" in options or "namespace" in options:
             raise ConfigError("give the sqlite path and namespace either in the URI or as keywords, not both.")

@@ -280,3 +280,13 @@ def test_cli_kb_uri(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypa
     assert main(["stats", *kb, "--json"]) == 0  # a new process would see the same: the file was reopened
     stats = json.loads(capsys.readouterr().out)
     assert stats["backend"] == "sqlite" and stats["counts"]["chunks"] == 1
+
+
+def test_an_empty_namespace_is_refused_not_replaced(tmp_path: Path) -> None:
+    from kag import create_knowledge
+    from kag.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="namespace"):
+        create_knowledge("sqlite", path=tmp_path / "kb.db", namespace="")
+    with pytest.raises(ConfigError, match="namespace"):
+        create_knowledge(f"sqlite://{tmp_path / 'kb.db'}?namespace=")
