@@ -127,6 +127,22 @@ class ChunkRecord:
             "metadata": json.dumps(self.metadata, sort_keys=True, ensure_ascii=False),
         }
 
+    @classmethod
+    def from_properties(cls, props: Mapping[str, Any], embedding: np.ndarray) -> ChunkRecord:
+        """The record back from :meth:`properties` (metadata as JSON text or a dict) and its embedding."""
+        return cls(
+            id=str(props["id"]),
+            document_id=str(props["document_id"]),
+            index=int(props["index"]),
+            text=str(props["text"]),
+            start=int(props["start"]),
+            end=int(props["end"]),
+            source=str(props.get("source", "")),
+            title=str(props.get("title", "")),
+            metadata=_metadata(props.get("metadata")),
+            embedding=embedding,
+        )
+
 
 @dataclass(frozen=True)
 class PassageRow:

@@ -371,20 +371,7 @@ class MemoryPassageStore:
                 vec = np.frombuffer(base64.b64decode(c["embedding"]), dtype="<f4").astype(np.float32)
                 if dims is None or vec.shape != (dims,) or not np.isfinite(vec).all():
                     raise StoreFormatError(f"{path}: chunk {c.get('id')!r} has a bad embedding.")
-                chunks.append(
-                    ChunkRecord(
-                        id=str(c["id"]),
-                        document_id=str(c["document_id"]),
-                        index=int(c["index"]),
-                        text=str(c["text"]),
-                        start=int(c["start"]),
-                        end=int(c["end"]),
-                        source=str(c.get("source", "")),
-                        title=str(c.get("title", "")),
-                        metadata=dict(c.get("metadata") or {}),
-                        embedding=vec,
-                    )
-                )
+                chunks.append(ChunkRecord.from_properties(c, vec))
                 mentions.extend((str(c["id"]), str(e)) for e in c.get("mentions", ()))
         except StoreFormatError:
             raise

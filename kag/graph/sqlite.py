@@ -319,7 +319,7 @@ class SQLitePassageStore(MemoryPassageStore):
                 for (props,) in conn.execute("SELECT props FROM kag_documents WHERE ns = ? ORDER BY id", (ns,))
             ]
             chunks = [
-                _chunk(json.loads(props), _vector(emb, dims, f"chunk {cid!r}"))
+                ChunkRecord.from_properties(json.loads(props), _vector(emb, dims, f"chunk {cid!r}"))
                 for cid, props, emb in conn.execute("SELECT id, props, embedding FROM kag_chunks WHERE ns = ?", (ns,))
             ]
             mentions = conn.execute("SELECT chunk_id, entity_id FROM kag_mentions WHERE ns = ?", (ns,)).fetchall()
@@ -427,21 +427,6 @@ class SQLitePassageStore(MemoryPassageStore):
     def save(self, path: str | os.PathLike[str] | None = None) -> Path:
         """Not needed: every write is committed to the file when it returns."""
         raise ConfigError(f"{self.store.uri} commits every write as it happens; there is nothing to save().")
-
-
-def _chunk(props: dict[str, Any], embedding: np.ndarray) -> ChunkRecord:
-    return ChunkRecord(
-        id=str(props["id"]),
-        document_id=str(props["document_id"]),
-        index=int(props["index"]),
-        text=str(props["text"]),
-        start=int(props["start"]),
-        end=int(props["end"]),
-        source=str(props.get("source", "")),
-        title=str(props.get("title", "")),
-        metadata=dict(json.loads(props.get("metadata") or "{}")),
-        embedding=embedding,
-    )
 
 
 def _connect(path: Path) -> sqlite3.Connection:
