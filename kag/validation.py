@@ -59,6 +59,27 @@ def check_finite(
     return float(value)
 
 
+DEFAULT_NAMESPACE = "default"
+"""The namespace (tenant) of a store opened without one."""
+_NAMESPACE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+def check_namespace(
+    value: Any, *, error: type[InvalidInputError] | type[ConfigError] = ConfigError
+) -> str:
+    """A namespace (tenant) name: 1-64 of ``A-Z a-z 0-9 _ . -``, starting with a letter or digit.
+
+    Namespaces are always query *values* (never Cypher text); the pattern keeps them
+    printable in logs, metrics labels, HTTP headers and file names.
+    """
+    if not isinstance(value, str) or not _NAMESPACE.fullmatch(value):
+        raise error(
+            f"a namespace must be 1-64 characters of A-Z, a-z, 0-9, '_', '.', '-' starting with a letter or "
+            f"digit, got {value!r}."
+        )
+    return value
+
+
 MAX_JSON_DEPTH = 80
 """How deeply JSON from outside may nest: room for a filter of the deepest allowed nesting (32 filter
 levels are 64 JSON levels) inside a request body."""

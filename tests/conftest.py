@@ -71,7 +71,7 @@ async def neo4j_kb_factory(neo4j_config: dict[str, str]) -> AsyncIterator[Callab
             **kwargs,
         )
         await kb.ensure_ready()
-        if not made:
+        if kb.namespace not in {m.namespace for m in made}:  # each namespace starts empty
             assert isinstance(kb.store, Neo4jGraphStore)
             await kb.store.clear()
         made.append(kb)

@@ -24,7 +24,7 @@ from kag.errors import InvalidInputError, SchemaError
 IDENTIFIER = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
 # Names the stores use for their own bookkeeping; models may not declare them.
 RESERVED_FIELDS = frozenset(
-    {"id", "embedding", "kag_data", "kag_text", "kag_subj", "kag_obj", "kag_sources", "kag_direct"}
+    {"id", "embedding", "kag_data", "kag_text", "kag_subj", "kag_obj", "kag_sources", "kag_direct", "kag_ns"}
 )
 # Labels the graph uses for passages; entity/relation models may not take them.
 RESERVED_LABELS = frozenset({"Document", "Chunk", "HAS_CHUNK", "NEXT", "MENTIONS", "KagEntity"})

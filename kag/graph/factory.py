@@ -18,6 +18,7 @@ from kag.graph.passages_memory import MemoryPassageStore
 from kag.graph.passages_neo4j import Neo4jPassageStore
 from kag.graph.sqlite import SCHEME as SQLITE_SCHEME
 from kag.graph.sqlite import SQLiteGraphStore, parse_sqlite_uri
+from kag.validation import DEFAULT_NAMESPACE, check_namespace
 
 NEO4J_SCHEMES = ("neo4j://", "neo4j+s://", "neo4j+ssc://", "bolt://", "bolt+s://", "bolt+ssc://")
 
@@ -31,8 +32,12 @@ def open_store(uri: str | None = None, **options: Any) -> GraphStore:
     """Open the store a URI names: ``memory://[path]``, ``sqlite://path[?namespace=x]`` or ``neo4j://host:port``.
 
     ``uri=None`` is :func:`default_uri`; with a caller's ``driver=`` and no URI anywhere, the store
-    is on Neo4j through that driver.
+    is on Neo4j through that driver. ``namespace=`` names the tenant the store reads and writes
+    (every backend; a memory store holds exactly one namespace, so it is only a name there).
     """
+    namespace = options.pop("namespace", None)
+    if namespace is not None:
+        check_namespace(namespace)
     if uri is None:
         uri = default_uri()
         if uri == "memory://" and options.get("driver") is not None:
@@ -42,15 +47,19 @@ def open_store(uri: str | None = None, **options: Any) -> GraphStore:
     if uri.startswith("memory://"):
         path = uri[len("memory://") :]
         if options:
-            raise ConfigError(f"memory:// takes no options, got {sorted(options)}.")
-        return MemoryGraphStore(path or None)
+            raise ConfigError(f"memory:// takes no options but namespace=, got {sorted(options)}.")
+        memory = MemoryGraphStore(path or None)
+        memory.namespace = namespace or DEFAULT_NAMESPACE
+        return memory
     if uri.startswith(SQLITE_SCHEME):
         if options:
             raise ConfigError(f"sqlite:// takes no options (the namespace goes in the URI), got {sorted(options)}.")
-        db_path, namespace = parse_sqlite_uri(uri)
-        return SQLiteGraphStore(db_path, namespace)
+        db_path, in_uri = parse_sqlite_uri(uri)
+        if namespace is not None and "namespace=" in uri and namespace != in_uri:
+            raise ConfigError(f"namespace={namespace!r} contradicts the URI's namespace {in_uri!r}.")
+        return SQLiteGraphStore(db_path, namespace or in_uri)
     if uri.startswith(NEO4J_SCHEMES):
-        return Neo4jGraphStore(uri, **options)
+        return Neo4jGraphStore(uri, namespace=namespace or DEFAULT_NAMESPACE, **options)
     raise ConfigError(
         f"unsupported store URI {uri!r}: use 'memory://', 'memory://path/to/kb.json', "
         "'sqlite:///path/to/kb.db?namespace=docs' or 'neo4j://host:7687'."

@@ -111,6 +111,9 @@ def _csr(keys: np.ndarray, n: int) -> np.ndarray:
 class MemoryGraphStore:
     """In-process graph store; ``path`` makes it persistent (``save()`` / autoload)."""
 
+    # a memory store holds one namespace (tenant): this is only its name (see kag.graph.factory)
+    namespace: str = "default"
+
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self.path = Path(path) if path else None
         self.uri = f"memory://{self.path}" if self.path else "memory://"

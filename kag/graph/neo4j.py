@@ -16,7 +16,12 @@
 * every compiled read query is first run through ``EXPLAIN`` and refused unless
   Neo4j reports it read-only, then executed in a read transaction;
 * driver errors become typed ``kag.errors`` that say what to do; transient
-  failures are retried with bounded exponential backoff.
+  failures are retried with bounded exponential backoff;
+* namespaces (tenants): a store reads and writes only its ``namespace``. Every node
+  and relationship kag writes carries it as the ``kag_ns`` property, the uniqueness
+  constraints are on ``(id, kag_ns)``, and every MATCH, MERGE and DELETE of the store
+  and of the compiled plans names it (``{kag_ns: $ns}``, a parameter). Stores of many
+  namespaces can share one driver (``driver=``) and one database.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import random
 import time
 from collections import OrderedDict, defaultdict
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import neo4j
@@ -46,8 +52,9 @@ from kag.errors import (
     UnsafeQueryError,
 )
 from kag.graph.base import DIRECT, SOURCES, NodeRecord, PlanResult, PlanRow, RelationRecord
-from kag.query.cypher import compile_plan, quote, quote_name, vector_index_name
+from kag.query.cypher import NAMESPACE, compile_plan, quote, quote_name, vector_index_name
 from kag.query.plan import QueryPlan
+from kag.validation import DEFAULT_NAMESPACE, check_namespace
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -76,17 +83,20 @@ class Neo4jGraphStore:
         driver: AsyncDriver | neo4j.Driver | None = None,
         user: str | None = None,
         atomic_rows: int = 5000,
+        namespace: str = DEFAULT_NAMESPACE,
     ) -> None:
         """Settings not given here come from ``NEO4J_USERNAME`` (or the older ``NEO4J_USER``),
         ``NEO4J_PASSWORD`` and ``NEO4J_DATABASE``. ``driver`` is a caller's own sync or async
         driver: it is used as is (its auth and routing) and never closed by kag. ``user`` is the
         older name of ``username``. An upsert of at most ``atomic_rows`` rows is one transaction
-        (all or nothing); a larger one is written in resumable batches (see the module docstring)."""
+        (all or nothing); a larger one is written in resumable batches (see the module docstring).
+        ``namespace`` is the tenant this store reads and writes (see the module docstring)."""
         if batch_size < 1 or max_retries < 0 or atomic_rows < 0:
             raise ConfigError("batch_size must be >= 1, max_retries and atomic_rows >= 0.")
         if username is not None and user is not None and username != user:
             raise ConfigError("give username= or user= (its older name), not both.")
         self.uri = uri
+        self.namespace = check_namespace(namespace)
         self.user = username or user or os.environ.get("NEO4J_USERNAME") or os.environ.get("NEO4J_USER") or "neo4j"
         self._password = password if password is not None else os.environ.get("NEO4J_PASSWORD")
         self.database = database or os.environ.get("NEO4J_DATABASE") or None
@@ -220,11 +230,15 @@ class Neo4jGraphStore:
             await self.driver.verify_connectivity()
         except (*_RETRYABLE, nx.DriverError, nx.Neo4jError) as exc:
             raise self._translate(exc, "connecting") from exc
-        statements = [f"CREATE CONSTRAINT kag_entity_id IF NOT EXISTS FOR (n:{quote(ENTITY)}) REQUIRE n.id IS UNIQUE"]
+        await self._adopt_unnamespaced(entity_labels, relation_labels)
+        ns = quote(NAMESPACE)
+        statements = [
+            f"CREATE CONSTRAINT kag_entity_ns_id IF NOT EXISTS FOR (n:{quote(ENTITY)}) REQUIRE (n.id, n.{ns}) IS UNIQUE"
+        ]
         for label in entity_labels:
             statements.append(
-                f"CREATE CONSTRAINT {quote_name('kag_' + label + '_id')} IF NOT EXISTS "
-                f"FOR (n:{quote(label)}) REQUIRE n.id IS UNIQUE"
+                f"CREATE CONSTRAINT {quote_name('kag_' + label + '_ns_id')} IF NOT EXISTS "
+                f"FOR (n:{quote(label)}) REQUIRE (n.id, n.{ns}) IS UNIQUE"
             )
             statements.append(
                 f"CREATE VECTOR INDEX {quote_name(vector_index_name(label))} IF NOT EXISTS "
@@ -233,13 +247,43 @@ class Neo4jGraphStore:
             )
         for label in relation_labels:
             statements.append(
-                f"CREATE CONSTRAINT {quote_name('kag_' + label + '_id')} IF NOT EXISTS "
-                f"FOR ()-[r:{quote(label)}]-() REQUIRE r.id IS UNIQUE"
+                f"CREATE CONSTRAINT {quote_name('kag_' + label + '_ns_id')} IF NOT EXISTS "
+                f"FOR ()-[r:{quote(label)}]-() REQUIRE (r.id, r.{ns}) IS UNIQUE"
             )
         for stmt in statements:
             await self.run(stmt, None, write=True, what="creating constraints and indexes")
         await self.run("CALL db.awaitIndexes(300)", None, write=False, what="waiting for indexes")
         await self._check_dimensions(entity_labels, dims)
+
+    async def _adopt_unnamespaced(self, entity_labels: Sequence[str], relation_labels: Sequence[str]) -> None:
+        """Upgrade a graph written before namespaces: its items join the default namespace and the
+        id-only uniqueness constraints (which would stop two tenants holding one id) are dropped."""
+        names = ["kag_entity_id", *(f"kag_{label}_id" for label in (*entity_labels, *relation_labels))]
+        found = await self.run(
+            "SHOW CONSTRAINTS YIELD name WHERE name IN $names RETURN name",
+            {"names": names},
+            write=False,
+            what="upgrading",
+        )
+        if not found.records:  # written with namespaces (or empty): nothing to upgrade
+            return
+        log.warning("upgrading a graph written before namespaces: its items join namespace %r", DEFAULT_NAMESPACE)
+        for record in found.records:
+            drop = f"DROP CONSTRAINT {quote_name(record['name'])} IF EXISTS"
+            await self.run(drop, None, write=True, what="upgrading")
+        ns, params = quote(NAMESPACE), {"default": DEFAULT_NAMESPACE}
+        steps = [f"MATCH (n:{quote(ENTITY)}) WHERE n.{ns} IS NULL"]
+        if relation_labels:
+            types = "|".join(quote(t) for t in relation_labels)
+            steps.append(f"MATCH (:{quote(ENTITY)})-[n:{types}]->(:{quote(ENTITY)}) WHERE n.{ns} IS NULL")
+        for match in steps:
+            query = f"{match} CALL (n) {{ SET n.{ns} = $default }} IN TRANSACTIONS OF 5000 ROWS"
+
+            async def call(query: str = query) -> None:
+                async with self.session() as session:  # IN TRANSACTIONS needs an auto-commit transaction
+                    await (await session.run(query, params)).consume()
+
+            await self.retry("upgrading a graph written before namespaces", call)
 
     async def _check_dimensions(self, labels: Sequence[str], dims: int) -> None:
         res = await self.run(
@@ -297,28 +341,30 @@ class Neo4jGraphStore:
         statements: list[tuple[str, dict[str, Any]]] = []
         by_label: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for n in nodes:
+            _check_props(n.properties)
             by_label[n.label].append({"id": n.id, "props": n.properties, "embedding": n.embedding.tolist()})
         for label, rows in by_label.items():
             query = (
                 "UNWIND $rows AS row\n"
-                f"MERGE (n:{quote(ENTITY)} {{id: row.id}})\n"
+                f"MERGE (n:{quote(ENTITY)} {{id: row.id, {NAMESPACE}: $ns}})\n"
                 + _merge_sources("n", rows)
                 + f"SET n:{quote(label)}, n += row.props, n.embedding = row.embedding\n"
                 + _merged_sources_tail("n", rows)
                 + "RETURN count(*) AS n"
             )
             for start in range(0, len(rows), self.batch_size):
-                statements.append((query, {"rows": rows[start : start + self.batch_size]}))
+                statements.append((query, {"rows": rows[start : start + self.batch_size], "ns": self.namespace}))
         rels: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for r in relations:
+            _check_props(r.properties)
             rels[r.label].append({"id": r.id, "start": r.start, "end": r.end, "props": r.properties})
         expected: dict[int, list[dict[str, Any]]] = {}
         for label, rows in rels.items():
             query = (
                 "UNWIND $rows AS row\n"
-                f"MATCH (a:{quote(ENTITY)} {{id: row.start}})\n"
-                f"MATCH (b:{quote(ENTITY)} {{id: row.end}})\n"
-                f"MERGE (a)-[r:{quote(label)} {{id: row.id}}]->(b)\n"
+                f"MATCH (a:{quote(ENTITY)} {{id: row.start, {NAMESPACE}: $ns}})\n"
+                f"MATCH (b:{quote(ENTITY)} {{id: row.end, {NAMESPACE}: $ns}})\n"
+                f"MERGE (a)-[r:{quote(label)} {{id: row.id, {NAMESPACE}: $ns}}]->(b)\n"
                 + _merge_sources("r", rows)
                 + "SET r += row.props\n"
                 + _merged_sources_tail("r", rows)
@@ -327,7 +373,7 @@ class Neo4jGraphStore:
             for start in range(0, len(rows), self.batch_size):
                 batch = rows[start : start + self.batch_size]
                 expected[len(statements)] = batch
-                statements.append((query, {"rows": batch}))
+                statements.append((query, {"rows": batch, "ns": self.namespace}))
         if not statements:
             return
         what = f"writing {len(nodes)} nodes and {len(relations)} relations"
@@ -343,7 +389,7 @@ class Neo4jGraphStore:
                     written = int(record["n"]) if record is not None else 0
                     if i in expected and written != len(expected[i]):
                         # a MATCH found no endpoint: refuse (the transaction rolls back)
-                        missing = await _missing_endpoints(tx, expected[i])
+                        missing = await _missing_endpoints(tx, expected[i], self.namespace)
                         raise StoreFormatError(f"relations refer to unknown nodes: {missing[:5]}")
 
             async def call(work: Callable[[Any], Awaitable[None]] = work) -> None:
@@ -364,14 +410,16 @@ class Neo4jGraphStore:
             types = "|".join(quote(t) for t in self._relation_labels)
             statements.append(
                 (
-                    f"MATCH ()-[r:{types}]->() WHERE r.id IN $ids WITH r, r.id AS id DELETE r RETURN count(id) AS n",
-                    {"ids": ids},
+                    f"MATCH ()-[r:{types}]->() WHERE r.id IN $ids AND r.{NAMESPACE} = $ns "
+                    "WITH r, r.id AS id DELETE r RETURN count(id) AS n",
+                    {"ids": ids, "ns": self.namespace},
                 )
             )
         statements.append(
             (
-                f"UNWIND $ids AS id MATCH (n:{quote(ENTITY)} {{id: id}}) DETACH DELETE n RETURN count(*) AS n",
-                {"ids": ids},
+                f"UNWIND $ids AS id MATCH (n:{quote(ENTITY)} {{id: id, {NAMESPACE}: $ns}}) "
+                "DETACH DELETE n RETURN count(*) AS n",
+                {"ids": ids, "ns": self.namespace},
             )
         )
         results = await self.write_transaction(statements, "deleting nodes and relations")
@@ -381,10 +429,12 @@ class Neo4jGraphStore:
     def retract_statements(chunks_param: str = "chunks") -> list[tuple[str, str]]:
         """Cypher that removes the chunk ids in ``$<chunks_param>`` from every item's provenance and
         deletes the items left without any that were never upserted directly (entities with their
-        relations). Run relations first, then nodes, in one write transaction; each returns ``n``
-        (items deleted) and ``edges`` (relations deleted along with the nodes).
+        relations), in the namespace ``$ns``. Run relations first, then nodes, in one write
+        transaction; each returns ``n`` (items deleted) and ``edges`` (relations deleted along with
+        the nodes).
         """
-        src, direct, node = quote(SOURCES), quote(DIRECT), quote(ENTITY)
+        src, direct = quote(SOURCES), quote(DIRECT)
+        node = f"{quote(ENTITY)} {{{NAMESPACE}: $ns}}"
         chunks = "$" + chunks_param
 
         def step(match: str, var: str, delete: str) -> str:
@@ -417,7 +467,7 @@ class Neo4jGraphStore:
         if not chunk_ids:
             return out
         steps = self.retract_statements()
-        params = {"chunks": list(dict.fromkeys(chunk_ids))}
+        params = {"chunks": list(dict.fromkeys(chunk_ids)), "ns": self.namespace}
         results = await self.write_transaction([(q, params) for _, q in steps], "retracting provenance")
         for (what, _), records in zip(steps, results, strict=True):
             out[what] += int(records[0]["n"])
@@ -434,6 +484,8 @@ class Neo4jGraphStore:
         """Run a Cypher query that ``EXPLAIN`` proves read-only; return its rows as dicts.
 
         Nodes and relationships in the rows become their property maps (``record.data()``).
+        The query is NOT restricted to this store's namespace: ``$ns`` holds it (unless ``params``
+        set it), so write ``WHERE n.kag_ns = $ns`` to stay inside it. Keep this call away from tenants.
 
         Raises:
             UnsafeQueryError: Neo4j does not classify the query as read-only (nothing ran).
@@ -443,7 +495,7 @@ class Neo4jGraphStore:
             raise InvalidInputError("query() needs a Cypher query text.")
         if params is not None and not isinstance(params, Mapping):
             raise InvalidInputError(f"query() params must be a dict, got {type(params).__name__}.")
-        res = await self.read(cypher, dict(params or {}), "running a read-only Cypher query")
+        res = await self.read(cypher, {"ns": self.namespace, **(params or {})}, "running a read-only Cypher query")
         return [record.data() for record in res.records]
 
     async def assert_read_only(self, query: str, params: dict[str, Any]) -> None:
@@ -461,7 +513,8 @@ class Neo4jGraphStore:
             self._read_only.popitem(last=False)
 
     async def execute(self, plan: QueryPlan) -> PlanResult:
-        compiled = compile_plan(plan)
+        # the store's namespace, never the caller's: a plan cannot reach another tenant
+        compiled = compile_plan(replace(plan, namespace=self.namespace))
         res = await self.read(compiled.text, compiled.params, "running a triplet search")
         if plan.count:
             return PlanResult(rows=[], count=int(res.records[0]["count"]), query=compiled)
@@ -484,9 +537,9 @@ class Neo4jGraphStore:
 
     async def get_nodes(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         res = await self.read(
-            f"UNWIND $ids AS id MATCH (n:{quote(ENTITY)} {{id: id}}) "
+            f"UNWIND $ids AS id MATCH (n:{quote(ENTITY)} {{id: id, {NAMESPACE}: $ns}}) "
             "RETURN n.id AS id, n {.*, embedding: null} AS props",
-            {"ids": list(ids)},
+            {"ids": list(ids), "ns": self.namespace},
             "reading nodes",
         )
         return {r["id"]: _clean(r["props"]) for r in res.records}
@@ -496,22 +549,25 @@ class Neo4jGraphStore:
             return {}
         types = "|".join(quote(t) for t in self._relation_labels)
         res = await self.read(
-            f"MATCH (a)-[r:{types}]->(b) WHERE r.id IN $ids "
+            f"MATCH (a)-[r:{types}]->(b) WHERE r.id IN $ids AND r.{NAMESPACE} = $ns "
             "RETURN r.id AS id, a.id AS start, b.id AS end, r {.*} AS props",
-            {"ids": list(ids)},
+            {"ids": list(ids), "ns": self.namespace},
             "reading relations",
         )
         return {r["id"]: (r["start"], r["end"], _clean(r["props"])) for r in res.records}
 
     async def counts(self) -> dict[str, int]:
         out: dict[str, int] = {"nodes": 0, "relations": 0}
+        ns, params = f"{{{NAMESPACE}: $ns}}", {"ns": self.namespace}
         for label in self._entity_labels:
-            res = await self.read(f"MATCH (n:{quote(label)}) RETURN count(n) AS n", {}, "counting nodes")
+            res = await self.read(f"MATCH (n:{quote(label)} {ns}) RETURN count(n) AS n", params, "counting nodes")
             out[label] = int(res.records[0]["n"])
-        res = await self.read(f"MATCH (n:{quote(ENTITY)}) RETURN count(n) AS n", {}, "counting nodes")
+        res = await self.read(f"MATCH (n:{quote(ENTITY)} {ns}) RETURN count(n) AS n", params, "counting nodes")
         out["nodes"] = int(res.records[0]["n"])
         for label in self._relation_labels:
-            res = await self.read(f"MATCH ()-[r:{quote(label)}]->() RETURN count(r) AS n", {}, "counting relations")
+            res = await self.read(
+                f"MATCH ()-[r:{quote(label)} {ns}]->() RETURN count(r) AS n", params, "counting relations"
+            )
             out[label] = int(res.records[0]["n"])
             out["relations"] += out[label]
         return {k: v for k, v in out.items() if v or k in ("nodes", "relations")}
@@ -520,10 +576,10 @@ class Neo4jGraphStore:
         self, ids: Sequence[str], depth: int = 1, limit: int = 200
     ) -> tuple[dict[str, dict[str, Any]], list[tuple[str, str, str]]]:
         """Nodes (id -> properties) and edges (start, end, type) within ``depth`` hops of ``ids``."""
-        node = quote(ENTITY)
+        node = f"{quote(ENTITY)} {{{NAMESPACE}: $ns}}"
         res = await self.read(
             f"MATCH (n:{node}) WHERE n.id IN $ids RETURN n.id AS id, n {{.*, embedding: null}} AS props",
-            {"ids": list(ids)},
+            {"ids": list(ids), "ns": self.namespace},
             "reading a neighborhood",
         )
         nodes = {r["id"]: _clean(r["props"]) for r in res.records}
@@ -534,7 +590,7 @@ class Neo4jGraphStore:
             res = await self.read(
                 f"MATCH (a:{node})-[r]-(b:{node}) WHERE a.id IN $ids AND NOT b.id IN $seen "
                 "RETURN DISTINCT b.id AS id, b {.*, embedding: null} AS props ORDER BY id LIMIT $limit",
-                {"ids": frontier, "seen": list(nodes), "limit": limit - len(nodes)},
+                {"ids": frontier, "seen": list(nodes), "limit": limit - len(nodes), "ns": self.namespace},
                 "reading a neighborhood",
             )
             frontier = [r["id"] for r in res.records]
@@ -542,20 +598,23 @@ class Neo4jGraphStore:
         res = await self.read(
             f"MATCH (a:{node})-[r]->(b:{node}) WHERE a.id IN $ids AND b.id IN $ids "
             "RETURN a.id AS start, b.id AS end, type(r) AS type",
-            {"ids": list(nodes)},
+            {"ids": list(nodes), "ns": self.namespace},
             "reading a neighborhood",
         )
         edges = sorted((r["start"], r["end"], r["type"]) for r in res.records)
         return dict(sorted(nodes.items())), edges
 
     async def clear(self) -> None:
-        """Delete every kag entity and its relations (tests and re-ingests)."""
-        query = f"MATCH (n:{quote(ENTITY)}) CALL (n) {{ DETACH DELETE n }} IN TRANSACTIONS OF 5000 ROWS"
+        """Delete every kag entity of this namespace and its relations (tests and re-ingests)."""
+        query = (
+            f"MATCH (n:{quote(ENTITY)} {{{NAMESPACE}: $ns}}) "
+            "CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS"
+        )
 
         async def call() -> None:
             # CALL ... IN TRANSACTIONS needs an auto-commit transaction
             async with self.session() as session:
-                await (await session.run(query)).consume()
+                await (await session.run(query, {"ns": self.namespace})).consume()
 
         await self.retry("clearing the graph", call)
 
@@ -581,17 +640,24 @@ def _merged_sources_tail(var: str, rows: Sequence[dict[str, Any]]) -> str:
     )
 
 
-async def _missing_endpoints(tx: Any, rows: Sequence[dict[str, Any]]) -> list[str]:
+async def _missing_endpoints(tx: Any, rows: Sequence[dict[str, Any]], namespace: str) -> list[str]:
     ids = sorted({row["start"] for row in rows} | {row["end"] for row in rows})
     result = await tx.run(
-        f"UNWIND $ids AS id OPTIONAL MATCH (n:{quote(ENTITY)} {{id: id}}) WITH id, n WHERE n IS NULL RETURN id",
-        {"ids": ids},
+        f"UNWIND $ids AS id OPTIONAL MATCH (n:{quote(ENTITY)} {{id: id, {NAMESPACE}: $ns}}) "
+        "WITH id, n WHERE n IS NULL RETURN id",
+        {"ids": ids, "ns": namespace},
     )
     return [record["id"] for record in await result.fetch(2**31 - 1)]
 
 
 def _clean(props: dict[str, Any] | None) -> dict[str, Any]:
-    return {k: v for k, v in (props or {}).items() if k not in ("embedding",) and v is not None}
+    return {k: v for k, v in (props or {}).items() if k not in ("embedding", NAMESPACE) and v is not None}
+
+
+def _check_props(props: Mapping[str, Any]) -> None:
+    """Refuse a record that would overwrite its namespace (``n += row.props``)."""
+    if NAMESPACE in props:
+        raise StoreFormatError(f"{NAMESPACE!r} is reserved for the namespace; rename that property.")
 
 
 class _SyncDriver:
@@ -628,8 +694,8 @@ class _SyncSession:
     async def __aexit__(self, *exc: object) -> None:
         await asyncio.to_thread(self._session.close)
 
-    async def run(self, query: str, **kwargs: Any) -> _SyncResult:
-        return _SyncResult(await asyncio.to_thread(self._session.run, query, **kwargs))
+    async def run(self, query: str, parameters: dict[str, Any] | None = None, **kwargs: Any) -> _SyncResult:
+        return _SyncResult(await asyncio.to_thread(self._session.run, query, parameters, **kwargs))
 
     async def execute_write(self, work: Callable[[Any], Coroutine[Any, Any, T]]) -> T:
         """The sync driver's managed transaction; ``work`` runs on a private loop in its worker thread."""

@@ -33,6 +33,7 @@ import numpy as np
 from kag.errors import EmbeddingError, InvalidInputError
 from kag.graph.neo4j import ENTITY, Neo4jGraphStore
 from kag.graph.passages import ChunkRecord, DocumentRecord, Mention, PassageRow, sort_rows
+from kag.query.cypher import NAMESPACE
 from kag.query.filters import SCOPED_FILTER_DEPTH, compile_cypher, flatten_metadata, validate_filter
 from kag.validation import check_k
 
@@ -44,8 +45,10 @@ MAX_QUERY_TERMS = 64
 HNSW_M = 32
 HNSW_EF_CONSTRUCTION = 200
 _TERM = re.compile(r"\w+", re.UNICODE)
+_NS = f"{NAMESPACE}: $ns"  # inside a node's property map: every pattern names the store's namespace
 _ROW = (
-    f"RETURN c.id AS id, c {{.*, embedding: null}} AS props, score, [(c)-[:MENTIONS]->(e:{ENTITY}) | e.id] AS mentions"
+    f"RETURN c.id AS id, c {{.*, embedding: null, {NAMESPACE}: null}} AS props, score, "
+    f"[(c)-[:MENTIONS]->(e:{ENTITY}) | e.id] AS mentions"
 )
 
 
@@ -68,8 +71,12 @@ class Neo4jPassageStore:
         dims = int(dimensions)
         run = self.graph_store.run
         statements = [
-            "CREATE CONSTRAINT kag_document_id IF NOT EXISTS FOR (d:Document) REQUIRE d.id IS UNIQUE",
-            "CREATE CONSTRAINT kag_chunk_id IF NOT EXISTS FOR (c:Chunk) REQUIRE c.id IS UNIQUE",
+            # documents and chunks are content-addressed: two tenants may hold the same id
+            "DROP CONSTRAINT kag_document_id IF EXISTS",
+            "DROP CONSTRAINT kag_chunk_id IF EXISTS",
+            "CREATE CONSTRAINT kag_document_ns_id IF NOT EXISTS "
+            f"FOR (d:Document) REQUIRE (d.id, d.{NAMESPACE}) IS UNIQUE",
+            f"CREATE CONSTRAINT kag_chunk_ns_id IF NOT EXISTS FOR (c:Chunk) REQUIRE (c.id, c.{NAMESPACE}) IS UNIQUE",
             # quantization off and a denser HNSW graph: with Neo4j's defaults (quantized vectors, m=16)
             # the index alone caps recall well below what approximate search with exact rescoring needs
             f"CREATE VECTOR INDEX {VECTOR_INDEX} IF NOT EXISTS FOR (c:Chunk) ON c.embedding OPTIONS "
@@ -113,7 +120,7 @@ class Neo4jPassageStore:
         async def work(tx: Any) -> list[int]:
             out = []
             for query, params in statements:
-                result = await tx.run(query, params)
+                result = await tx.run(query, {**params, "ns": store.namespace})
                 record = await result.single()
                 out.append(int(record.data().get("n", 0)) if record is not None else 0)
             return out
@@ -140,7 +147,7 @@ class Neo4jPassageStore:
         ids = [d.id for d in documents]
         stmts.append(
             (
-                "UNWIND $ids AS id MATCH (:Document {id: id})-[:HAS_CHUNK]->(c:Chunk) "
+                f"UNWIND $ids AS id MATCH (:Document {{id: id, {_NS}}})-[:HAS_CHUNK]->(c:Chunk {{{_NS}}}) "
                 "DETACH DELETE c RETURN count(*) AS n",
                 {"ids": ids},
             )
@@ -148,7 +155,8 @@ class Neo4jPassageStore:
         for start in range(0, len(doc_rows), batch):
             stmts.append(
                 (
-                    "UNWIND $rows AS row MERGE (d:Document {id: row.id}) SET d = row.props RETURN count(*) AS n",
+                    f"UNWIND $rows AS row MERGE (d:Document {{id: row.id, {_NS}}}) "
+                    f"SET d = row.props, d.{NAMESPACE} = $ns RETURN count(*) AS n",
                     {"rows": doc_rows[start : start + batch]},
                 )
             )
@@ -164,9 +172,9 @@ class Neo4jPassageStore:
         for start in range(0, len(chunk_rows), batch):
             stmts.append(
                 (
-                    "UNWIND $rows AS row MATCH (d:Document {id: row.document_id}) "
-                    "MERGE (c:Chunk {id: row.id}) SET c = row.props, c.embedding = row.embedding "
-                    "MERGE (d)-[:HAS_CHUNK]->(c) RETURN count(*) AS n",
+                    f"UNWIND $rows AS row MATCH (d:Document {{id: row.document_id, {_NS}}}) "
+                    f"MERGE (c:Chunk {{id: row.id, {_NS}}}) SET c = row.props, c.embedding = row.embedding, "
+                    f"c.{NAMESPACE} = $ns MERGE (d)-[:HAS_CHUNK]->(c) RETURN count(*) AS n",
                     {"rows": chunk_rows[start : start + batch]},
                 )
             )
@@ -175,7 +183,7 @@ class Neo4jPassageStore:
         for start in range(0, len(next_rows), batch):
             stmts.append(
                 (
-                    "UNWIND $rows AS row MATCH (a:Chunk {id: row.a}) MATCH (b:Chunk {id: row.b}) "
+                    f"UNWIND $rows AS row MATCH (a:Chunk {{id: row.a, {_NS}}}) MATCH (b:Chunk {{id: row.b, {_NS}}}) "
                     "MERGE (a)-[:NEXT]->(b) RETURN count(*) AS n",
                     {"rows": next_rows[start : start + batch]},
                 )
@@ -188,8 +196,8 @@ class Neo4jPassageStore:
         batch = self.graph_store.batch_size
         return [
             (
-                f"UNWIND $rows AS row MATCH (c:Chunk {{id: row.chunk}}) MATCH (e:{ENTITY} {{id: row.entity}}) "
-                "MERGE (c)-[:MENTIONS]->(e) RETURN count(*) AS n",
+                f"UNWIND $rows AS row MATCH (c:Chunk {{id: row.chunk, {_NS}}}) "
+                f"MATCH (e:{ENTITY} {{id: row.entity, {_NS}}}) MERGE (c)-[:MENTIONS]->(e) RETURN count(*) AS n",
                 {"rows": rows[start : start + batch]},
             )
             for start in range(0, len(rows), batch)
@@ -211,25 +219,26 @@ class Neo4jPassageStore:
             return 0
         # the chunk ids are collected first, so the retraction sees them after the chunks are gone
         collect = (
-            "UNWIND $ids AS id MATCH (d:Document {id: id}) OPTIONAL MATCH (d)-[:HAS_CHUNK]->(c:Chunk) "
+            f"UNWIND $ids AS id MATCH (d:Document {{id: id, {_NS}}}) OPTIONAL MATCH (d)-[:HAS_CHUNK]->(c:Chunk) "
             "WITH collect(c.id) AS chunks RETURN chunks"
         )
         delete = (
-            "UNWIND $ids AS id MATCH (d:Document {id: id}) "
+            f"UNWIND $ids AS id MATCH (d:Document {{id: id, {_NS}}}) "
             "OPTIONAL MATCH (d)-[:HAS_CHUNK]->(c:Chunk) "
             "WITH d, collect(c) AS chunks FOREACH (c IN chunks | DETACH DELETE c) "
             "DETACH DELETE d RETURN count(*) AS n"
         )
         retract = [query for _, query in self.graph_store.retract_statements()]
         store = self.graph_store
+        ns = store.namespace
 
         async def work(tx: Any) -> int:
-            record = await (await tx.run(collect, {"ids": ids})).single()
+            record = await (await tx.run(collect, {"ids": ids, "ns": ns})).single()
             chunk_ids = list(record["chunks"]) if record is not None else []
-            done = await (await tx.run(delete, {"ids": ids})).single()
+            done = await (await tx.run(delete, {"ids": ids, "ns": ns})).single()
             if chunk_ids:
                 for query in retract:
-                    await (await tx.run(query, {"chunks": chunk_ids})).consume()
+                    await (await tx.run(query, {"chunks": chunk_ids, "ns": ns})).consume()
             return int(done["n"]) if done is not None else 0
 
         async def call() -> int:
@@ -241,11 +250,14 @@ class Neo4jPassageStore:
 
     async def clear(self) -> None:
         store = self.graph_store
-        query = "MATCH (n) WHERE n:Document OR n:Chunk CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS"
+        query = (
+            f"MATCH (n {{{_NS}}}) WHERE n:Document OR n:Chunk "
+            "CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS"
+        )
 
         async def call() -> None:
             async with store.session() as session:
-                await (await session.run(query)).consume()
+                await (await session.run(query, {"ns": store.namespace})).consume()
 
         await store.retry("clearing documents and chunks", call)
 
@@ -273,8 +285,8 @@ class Neo4jPassageStore:
             raise EmbeddingError("the query vector is zero or not finite; it cannot be compared.")
         if k == 0 or (ids is not None and not ids):
             return []
-        params: dict[str, Any] = {"vector": [float(x) for x in vec], "k": k}
-        cond = compile_cypher(where, "c", params)
+        params: dict[str, Any] = {"vector": [float(x) for x in vec], "k": k, "ns": self.graph_store.namespace}
+        cond = f"c.{NAMESPACE} = $ns AND " + compile_cypher(where, "c", params)
         if ids is not None:
             params["ids"] = list(dict.fromkeys(ids))
             cond = f"c.id IN $ids AND {cond}"
@@ -286,7 +298,7 @@ class Neo4jPassageStore:
                 f"CALL db.index.vector.queryNodes($index, $candidates, $vector) YIELD node AS c\nWITH c WHERE {cond}\n"
             )
         else:
-            source = f"MATCH (c:Chunk) WHERE {cond}\n"
+            source = f"MATCH (c:Chunk {{{_NS}}}) WHERE {cond}\n"
         query = (
             source + "WITH c, vector.similarity.cosine(c.embedding, $vector) AS score\n"
             "ORDER BY score DESC, c.id ASC LIMIT $k\n" + _ROW
@@ -302,8 +314,9 @@ class Neo4jPassageStore:
         lucene = lucene_query(text)
         if k == 0 or not lucene:
             return []
-        params: dict[str, Any] = {"index": FULLTEXT_INDEX, "query": lucene, "k": k}
-        cond = compile_cypher(where, "c", params)
+        params: dict[str, Any] = {"index": FULLTEXT_INDEX, "query": lucene, "k": k, "ns": self.graph_store.namespace}
+        # the fulltext index spans every namespace: its hits are checked here
+        cond = f"c.{NAMESPACE} = $ns AND " + compile_cypher(where, "c", params)
         query = (
             "CALL db.index.fulltext.queryNodes($index, $query) YIELD node, score\n"
             f"WITH node AS c, score WHERE c:Chunk AND {cond}\n"
@@ -316,8 +329,8 @@ class Neo4jPassageStore:
         if not ids:
             return {}
         res = await self.graph_store.read(
-            "UNWIND $ids AS id MATCH (c:Chunk {id: id}) RETURN c.id AS id, c.embedding AS embedding",
-            {"ids": list(dict.fromkeys(ids))},
+            f"UNWIND $ids AS id MATCH (c:Chunk {{id: id, {_NS}}}) RETURN c.id AS id, c.embedding AS embedding",
+            {"ids": list(dict.fromkeys(ids)), "ns": self.graph_store.namespace},
             "reading chunk vectors",
         )
         return {r["id"]: np.asarray(r["embedding"], dtype=np.float32) for r in res.records}
@@ -326,8 +339,8 @@ class Neo4jPassageStore:
         if not ids:
             return []
         res = await self.graph_store.read(
-            "UNWIND $ids AS id MATCH (c:Chunk {id: id}) WITH c, 0.0 AS score\n" + _ROW,
-            {"ids": list(dict.fromkeys(ids))},
+            f"UNWIND $ids AS id MATCH (c:Chunk {{id: id, {_NS}}}) WITH c, 0.0 AS score\n" + _ROW,
+            {"ids": list(dict.fromkeys(ids)), "ns": self.graph_store.namespace},
             "reading chunks",
         )
         found = {r["id"]: PassageRow.from_properties(r["props"], r["score"], r["mentions"]) for r in res.records}
@@ -336,10 +349,11 @@ class Neo4jPassageStore:
     async def mentioned_by(self, entity_ids: Sequence[str], where: Mapping[str, Any] | None) -> set[str]:
         if not entity_ids:
             return set()
-        params: dict[str, Any] = {"ids": list(dict.fromkeys(entity_ids))}
+        params: dict[str, Any] = {"ids": list(dict.fromkeys(entity_ids)), "ns": self.graph_store.namespace}
         cond = compile_cypher(where, "c", params)
         res = await self.graph_store.read(
-            f"MATCH (c:Chunk)-[:MENTIONS]->(e:{ENTITY}) WHERE e.id IN $ids AND {cond} RETURN DISTINCT e.id AS id",
+            f"MATCH (c:Chunk {{{_NS}}})-[:MENTIONS]->(e:{ENTITY} {{{_NS}}}) WHERE e.id IN $ids AND {cond} "
+            "RETURN DISTINCT e.id AS id",
             params,
             "reading mentioned entities",
         )
@@ -347,8 +361,9 @@ class Neo4jPassageStore:
 
     async def entities(self) -> list[tuple[str, str, dict[str, Any]]]:
         res = await self.graph_store.read(
-            f"MATCH (n:{ENTITY}) RETURN n.id AS id, n {{.*, embedding: null}} AS props ORDER BY id",
-            {},
+            f"MATCH (n:{ENTITY} {{{_NS}}}) RETURN n.id AS id, n {{.*, embedding: null, {NAMESPACE}: null}} AS props "
+            "ORDER BY id",
+            {"ns": self.graph_store.namespace},
             "reading entity names",
         )
         out = []
@@ -359,9 +374,9 @@ class Neo4jPassageStore:
 
     async def chunk_texts(self, after: str | None, limit: int) -> list[tuple[str, str]]:
         res = await self.graph_store.read(
-            "MATCH (c:Chunk) WHERE $after IS NULL OR c.id > $after "
+            f"MATCH (c:Chunk {{{_NS}}}) WHERE $after IS NULL OR c.id > $after "
             "RETURN c.id AS id, c.text AS text ORDER BY id LIMIT $limit",
-            {"after": after, "limit": max(0, int(limit))},
+            {"after": after, "limit": max(0, int(limit)), "ns": self.graph_store.namespace},
             "reading chunk texts",
         )
         return [(r["id"], r["text"]) for r in res.records]
@@ -374,9 +389,11 @@ class Neo4jPassageStore:
         origins: Sequence[str] | None = None,
     ) -> list[DocumentRecord]:
         res = await self.graph_store.read(
-            "MATCH (d:Document) WHERE ($ids IS NULL OR d.id IN $ids) AND ($sources IS NULL OR d.source IN $sources) "
-            "AND ($origins IS NULL OR d.origin IN $origins) RETURN d {.*} AS props ORDER BY d.id",
+            f"MATCH (d:Document {{{_NS}}}) WHERE ($ids IS NULL OR d.id IN $ids) "
+            "AND ($sources IS NULL OR d.source IN $sources) "
+            f"AND ($origins IS NULL OR d.origin IN $origins) RETURN d {{.*, {NAMESPACE}: null}} AS props ORDER BY d.id",
             {
+                "ns": self.graph_store.namespace,
                 "ids": None if ids is None else list(ids),
                 "sources": None if sources is None else list(sources),
                 "origins": None if origins is None else list(origins),
@@ -387,11 +404,11 @@ class Neo4jPassageStore:
 
     async def counts(self) -> dict[str, int]:
         res = await self.graph_store.read(
-            "CALL () { MATCH (d:Document) RETURN count(d) AS documents } "
-            "CALL () { MATCH (c:Chunk) RETURN count(c) AS chunks } "
-            "CALL () { MATCH (:Chunk)-[m:MENTIONS]->() RETURN count(m) AS mentions } "
+            f"CALL () {{ MATCH (d:Document {{{_NS}}}) RETURN count(d) AS documents }} "
+            f"CALL () {{ MATCH (c:Chunk {{{_NS}}}) RETURN count(c) AS chunks }} "
+            f"CALL () {{ MATCH (:Chunk {{{_NS}}})-[m:MENTIONS]->() RETURN count(m) AS mentions }} "
             "RETURN documents, chunks, mentions",
-            {},
+            {"ns": self.graph_store.namespace},
             "counting passages",
         )
         rec = res.records[0]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,7 @@ from kag.query.plan import NodeSpec, QueryPlan, plan_similarity_search, plan_tri
 from kag.query.triplet import TripletChain, TripletSearch
 from kag.rag.embedders import Embedder, HashEmbedder, check_matrix
 from kag.ranking.linking import LinkSettings, NameIndex, as_float32, link, name_key, rank
+from kag.validation import DEFAULT_NAMESPACE
 
 
 def _lists_entities(store: GraphStore) -> bool:
@@ -82,6 +84,11 @@ class KnowledgeBase:
         self._names_revision = -1
 
     # -- lifecycle ------------------------------------------------------------
+    @property
+    def namespace(self) -> str:
+        """The namespace (tenant) of the store: everything this knowledge base reads and writes."""
+        return str(getattr(self.store, "namespace", DEFAULT_NAMESPACE))
+
     @property
     def sync(self) -> KnowledgeBaseSync:
         """Blocking facade: ``kb.sync.triplet_search(...)`` (refuses inside an event loop)."""
@@ -270,7 +277,9 @@ class KnowledgeBase:
             for label in (*schema.entity_labels, *schema.relation_labels):
                 if label not in self.schema.entities and label not in self.schema.relations:
                     raise SchemaError(f"label {label!r} is not declared by this knowledge base.")
-        return plan_triplet_search(search, schema or self.schema, k=k, threshold=threshold, candidates=candidates)
+        plan = plan_triplet_search(search, schema or self.schema, k=k, threshold=threshold, candidates=candidates)
+        # the store's namespace, shown in the compiled query (a Neo4j store enforces its own anyway)
+        return replace(plan, namespace=self.namespace)
 
     async def bind(self, plan: QueryPlan, *, linked: bool | None = None) -> QueryPlan:
         """Embed the plan's texts and attach the vectors; linked (the default when linking is on),

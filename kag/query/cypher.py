@@ -30,6 +30,10 @@ class CompiledQuery:
         return self.text
 
 
+NAMESPACE = "kag_ns"
+"""The property that holds a node's (and a relationship's) namespace on Neo4j."""
+
+
 def quote(identifier: str) -> str:
     """Backtick-quote an identifier after checking it against the identifier pattern."""
     return f"`{check_identifier(identifier, 'identifier')}`"
@@ -72,6 +76,11 @@ def compile_plan(plan: QueryPlan) -> CompiledQuery:
     # the threshold then passes here as it does on the memory store (which compares in float32)
     params: dict[str, Any] = {"threshold": float(np.float32(plan.threshold)), "k": plan.k}
     scores: dict[int, list[str]] = {}
+    # every node pattern carries the namespace (a parameter): no row can reach another tenant's nodes
+    ns = ""
+    if plan.namespace is not None:
+        params["ns"] = plan.namespace
+        ns = f" {{{NAMESPACE}: $ns}}"
 
     def side_score(i: int, j: int) -> str:
         """The score expression of text ``j`` of node ``i``: a linked map lookup, or a cosine."""
@@ -111,7 +120,7 @@ def compile_plan(plan: QueryPlan) -> CompiledQuery:
         """A negated hop: no matching relationship from its source to a node matching its object."""
         hop, obj = plan.hops[h], plan.nodes[h + 1]
         rel = _rel(h + 1, hop.relation_labels, bool(hop.both_ways))
-        exists_lines = [f"MATCH (n{plan.source(h)}){rel}(n{h + 1}{label_expr(obj.labels)})"]
+        exists_lines = [f"MATCH (n{plan.source(h)}){rel}(n{h + 1}{label_expr(obj.labels)}{ns})"]
         inner = [f"{side_score(h + 1, j)} >= $threshold" for j in range(len(obj.vectors))]
         inner += filter_conds(h + 1) + direction_conds(h)
         if inner:
@@ -124,7 +133,7 @@ def compile_plan(plan: QueryPlan) -> CompiledQuery:
 
     if negations and not row_hops:
         # only negated hops: the rows are first subjects without any of those relationships
-        lines.append(f"MATCH (n0{label_expr(plan.nodes[0].labels)})")
+        lines.append(f"MATCH (n0{label_expr(plan.nodes[0].labels)}{ns})")
         items = score_items(0)
         if items:
             lines.append("WITH n0, " + ", ".join(items))
@@ -137,19 +146,22 @@ def compile_plan(plan: QueryPlan) -> CompiledQuery:
     if anchor is not None:
         node = plan.nodes[anchor]
         first = node.link_of(0)
+        own: list[str] = []
         if first is not None:
             # a linked anchor: only its linked entities, found through the id index
             params[f"l{anchor}_0_ids"] = sorted(first)
-            lines.append(f"MATCH (n{anchor}{label_expr(node.labels)}) WHERE n{anchor}.id IN $l{anchor}_0_ids")
+            lines.append(f"MATCH (n{anchor}{label_expr(node.labels)}{ns}) WHERE n{anchor}.id IN $l{anchor}_0_ids")
         elif plan.candidates is not None and len(node.labels) == 1:
             # approximate: candidates from the label's vector index, then exact scores
             params["index"] = vector_index_name(node.labels[0])
             params["candidates"] = plan.candidates
+            if plan.namespace is not None:  # the vector index spans every namespace: check its candidates
+                own.append(f"n{anchor}.{NAMESPACE} = $ns")
             lines.append(f"CALL db.index.vector.queryNodes($index, $candidates, $v{anchor}_0) YIELD node AS n{anchor}")
         else:
-            lines.append(f"MATCH (n{anchor}{label_expr(node.labels)})")
+            lines.append(f"MATCH (n{anchor}{label_expr(node.labels)}{ns})")
         lines.append(f"WITH n{anchor}, " + ", ".join(score_items(anchor)))
-        lines.append("WHERE " + " AND ".join([*conds(anchor), *filter_conds(anchor)]))
+        lines.append("WHERE " + " AND ".join([*own, *conds(anchor), *filter_conds(anchor)]))
     path_vars = ["n0", *(v for h in row_hops for v in (f"r{h + 1}", f"n{h + 1}"))]
     if row_hops:
         # one MATCH (relationships pairwise distinct): a path, with a new pattern where a hop
@@ -162,7 +174,7 @@ def compile_plan(plan: QueryPlan) -> CompiledQuery:
             if i in declared:
                 return f"(n{i})"
             declared.add(i)
-            return f"(n{i}{label_expr(plan.nodes[i].labels)})"
+            return f"(n{i}{label_expr(plan.nodes[i].labels)}{ns})"
 
         for h in row_hops:
             src, hop = plan.source(h), plan.hops[h]

@@ -134,6 +134,9 @@ class QueryPlan:
     order: OrderSpec | None = None
     # order_by's limit (k is already at most this): kept for counts, which are at most this
     limit: int | None = None
+    # the namespace (tenant) every node pattern is restricted to; a store that has one
+    # sets it before executing (it never trusts the caller's), None: no restriction
+    namespace: str | None = None
 
     def source(self, h: int) -> int:
         """The position hop ``h`` starts from (its object is position ``h + 1``)."""

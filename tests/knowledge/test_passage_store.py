@@ -57,7 +57,7 @@ async def test_schema_documents_chunks_next_and_mentions(knowledge_factory: Know
         indexes = {r["name"]: (r["type"], r["state"]) for r in res.records}
         assert indexes["kag_chunk_embedding"] == ("VECTOR", "ONLINE")
         assert indexes["kag_chunk_text"] == ("FULLTEXT", "ONLINE")
-        assert "kag_document_id" in indexes and "kag_chunk_id" in indexes
+        assert "kag_document_ns_id" in indexes and "kag_chunk_ns_id" in indexes
         await store.vector_search((await k.kb.embed(["x"]))[0], 3, {"lang": "fr"})
         await store.keyword_search("Paris", 3, {"lang": "fr"})
         checked = store.graph_store._read_only  # every read went through the EXPLAIN guard

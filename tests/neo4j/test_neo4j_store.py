@@ -20,10 +20,15 @@ async def test_constraints_and_vector_indexes_are_created_idempotently(neo4j_kb_
     store = kb.store
     assert isinstance(store, Neo4jGraphStore)
     await store.ensure_schema(kb.schema.entity_labels, kb.schema.relation_labels, 384)  # second time: no error
-    res = await store.run("SHOW CONSTRAINTS YIELD name, type RETURN name, type", None, write=False, what="t")
-    names = {r["name"]: r["type"] for r in res.records}
-    assert names["kag_City_id"] == "UNIQUENESS" and names["kag_Country_id"] == "UNIQUENESS"
-    assert names["kag_IsCapitalOf_id"] == "RELATIONSHIP_UNIQUENESS"
+    res = await store.run(
+        "SHOW CONSTRAINTS YIELD name, type, properties RETURN name, type, properties", None, write=False, what="t"
+    )
+    names = {r["name"]: (r["type"], r["properties"]) for r in res.records}
+    # unique per namespace: (id, kag_ns), so two tenants may hold the same entity id
+    assert names["kag_City_ns_id"] == ("UNIQUENESS", ["id", "kag_ns"])
+    assert names["kag_Country_ns_id"] == ("UNIQUENESS", ["id", "kag_ns"])
+    assert names["kag_IsCapitalOf_ns_id"] == ("RELATIONSHIP_UNIQUENESS", ["id", "kag_ns"])
+    assert "kag_City_id" not in names and "kag_entity_id" not in names
     res = await store.run("SHOW VECTOR INDEXES YIELD name, state, options RETURN *", None, write=False, what="t")
     vector = {r["name"]: r for r in res.records}
     assert vector["kag_City_embedding"]["state"] == "ONLINE"
