@@ -56,6 +56,13 @@ def _kb_options(parser: argparse.ArgumentParser, *, lm: bool = False, example: b
         help="knowledge base: memory://, memory://path/kb.json or neo4j://host:7687 (default: $KAG_KB or memory://)",
     )
     parser.add_argument(
+        "--namespace",
+        metavar="NAME",
+        default=os.environ.get("KAG_NAMESPACE") or None,
+        help="namespace (tenant) to read and write (default: $KAG_NAMESPACE or 'default'); "
+        "kag serve: the one used by requests that name none",
+    )
+    parser.add_argument(
         "--schema",
         metavar="SPEC",
         default=None,
@@ -275,6 +282,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--no-metrics", action="store_true", help="do not serve GET /metrics")
     serve.add_argument(
+        "--max-namespaces",
+        type=int,
+        default=64,
+        metavar="N",
+        help="namespaces (tenants) served at most, each opened on first use (default 64)",
+    )
+    serve.add_argument(
         "--no-access-log", action="store_true", help="do not log each request (logger kag.server.access)"
     )
     return parser
@@ -289,7 +303,11 @@ def _service(args: argparse.Namespace, **options: Any) -> Service:
     if schema is None and example is not None:
         schema = EXAMPLE_SCHEMAS[example]
     return Service.open(
-        args.kb if args.kb is not None else default_kb_uri(), schema, lm=getattr(args, "lm", None), **options
+        args.kb if args.kb is not None else default_kb_uri(),
+        schema,
+        lm=getattr(args, "lm", None),
+        namespace=getattr(args, "namespace", None),
+        **options,
     )
 
 
@@ -531,6 +549,7 @@ async def _serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             print(f"kag: {warning}", file=err, flush=True)
     logging.getLogger("kag.server.access").setLevel(logging.WARNING if args.no_access_log else logging.INFO)
     service = _service(args, name=args.name, description=args.description, source_roots=args.source_root)
+    app = None
     try:
         await _prepare(service, args, err)
         await service.knowledge.ready()
@@ -556,6 +575,7 @@ async def _serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             allowed_hosts=LOCAL_HOSTS | {args.host} if local else None,  # public bind: no Host check
             api_keys=keys,
             metrics=not args.no_metrics,
+            max_namespaces=args.max_namespaces,
         )
         server = HTTPServer(
             app,
@@ -583,7 +603,10 @@ async def _serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 await serving
         return 0
     finally:
-        await service.aclose()
+        if app is not None:
+            await app.tenants.aclose()  # every namespace's service, this one last
+        else:
+            await service.aclose()
 
 
 _COMMANDS = {

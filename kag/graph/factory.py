@@ -86,3 +86,25 @@ def passage_store_for(store: Any) -> PassageStore:
         f"{type(store).__name__} has no passage support; pass passage_store=... "
         "(an object implementing kag.graph.passages.PassageStore)."
     )
+
+
+def open_namespace(store: GraphStore, namespace: str) -> GraphStore:
+    """A store of the same backend and settings as ``store``, in ``namespace`` (a tenant).
+
+    Neo4j: the same database through the same driver (it stays owned by ``store``: close
+    ``store`` last). SQLite: the same file. Memory: a new, empty in-process store; a
+    persistent ``memory://kb.json`` gives ``kb.<namespace>.json`` beside it.
+    """
+    namespace = check_namespace(namespace)
+    if isinstance(store, SQLiteGraphStore):  # before MemoryGraphStore: it is one
+        return SQLiteGraphStore(store.db_path, namespace)
+    if isinstance(store, MemoryGraphStore):
+        path = store.path
+        if path is not None and namespace != getattr(store, "namespace", DEFAULT_NAMESPACE):
+            path = path.with_name(f"{path.stem}.{namespace}{path.suffix}")
+        memory = MemoryGraphStore(path)
+        memory.namespace = namespace
+        return memory
+    if isinstance(store, Neo4jGraphStore):
+        return store.in_namespace(namespace)
+    raise ConfigError(f"{type(store).__name__} does not support namespaces; open one store per tenant yourself.")

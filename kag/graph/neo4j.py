@@ -131,6 +131,24 @@ class Neo4jGraphStore:
             )
         return self._driver
 
+    def in_namespace(self, namespace: str) -> Neo4jGraphStore:
+        """A store of ``namespace`` on the same database through this store's driver (which this store
+        keeps owning: close it last)."""
+        other = Neo4jGraphStore(
+            self.uri,
+            username=self.user,
+            password=self._password,
+            database=self.database,
+            batch_size=self.batch_size,
+            max_retries=self.max_retries,
+            backoff=self.backoff,
+            atomic_rows=self.atomic_rows,
+            namespace=namespace,
+        )
+        other._driver = self.driver  # shared as is (a caller's sync driver is already wrapped)
+        other._owns_driver = False
+        return other
+
     async def aclose(self) -> None:
         """Close the driver kag opened (a caller's own driver is left open)."""
         if self._driver is not None and self._owns_driver:

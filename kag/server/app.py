@@ -11,15 +11,18 @@ Routes (JSON in, JSON out)::
     POST /ask              {"question", "k"?, "threshold"?, "max_hops"?, "mode"?: "graph"|"rag"}
                                                                          -> {"answer", "search", "cypher", "facts", ...}
     POST /ingest           {"entities"?, "relations"?, "texts"?, "sources"?, "extract"?} -> report
+    POST /delete           {"ids"?, "document_ids"?, "sources"?, "where"?}  -> {"deleted", "counts"}
     POST /mcp              MCP Streamable HTTP transport (JSON-RPC 2.0, JSON responses)
     GET  /metrics          Prometheus text format (501 without the ``metrics`` extra)
 
 With API keys (:mod:`kag.server.auth`), every route but ``/health`` needs
 ``Authorization: Bearer <key>`` (**401** without a valid key, **403** outside its
 scope); ``/health`` then shows its counts and URI only to a key with ``read``.
+Every request runs in one namespace (tenant), chosen by :mod:`kag.server.tenants`
+from the key and the ``X-Kag-Namespace`` header, never from the body.
 Each request is logged once on the ``kag.server.access`` logger (INFO: client,
-method, route, status, latency in ms and the key's id; never bodies or keys) and
-counted in :mod:`kag.server.metrics`.
+method, route, status, latency in ms, the namespace and the key's id; never bodies
+or keys) and counted in :mod:`kag.server.metrics`.
 
 Request bodies must be ``application/json`` (else **415**) holding an object;
 unknown fields are refused. Errors are ``{"error": {"type", "message"}}``:
@@ -54,13 +57,14 @@ from kag.errors import (
 from kag.query.triplet import triplet_search_schema
 from kag.server.auth import APIKey, APIKeys
 from kag.server.http import Request, Response
-from kag.server.mcp import MCPServer
 from kag.server.metrics import METRICS_MISSING, Metrics
 from kag.server.service import Service
 from kag.server.specs import backend_name
+from kag.server.tenants import NAMESPACE_HEADER, Tenant, Tenants, request_namespace
 from kag.server.wire import (
     LOCAL_HOSTS,
     AskRequest,
+    DeleteRequest,
     IngestRequest,
     SearchRequest,
     TripletSearchRequest,
@@ -75,11 +79,11 @@ __all__ = ["App", "create_app"]
 logger = logging.getLogger("kag.server")
 access_logger = logging.getLogger("kag.server.access")
 
-RouteHandler = Callable[[Request], Awaitable[Response]]
+RouteHandler = Callable[[Request, Tenant], Awaitable[Response]]
 
 
 class App:
-    """Routes requests to a :class:`Service` (and an optional :class:`MCPServer` at ``/mcp``).
+    """Routes requests to the :class:`Service` of their namespace (and its :class:`MCPServer` at ``/mcp``).
 
     An ``App`` is the handler of a :class:`kag.server.http.HTTPServer`.
     ``allowed_origins`` lists extra browser origins allowed besides local ones.
@@ -88,14 +92,16 @@ class App:
     ``api_keys``: require a key on every route but ``/health`` (``None``: no
     authentication, for loopback use). ``metrics``: where requests are counted
     (``None``: nowhere); ``metrics_route`` serves ``GET /metrics`` (**501** when
-    ``metrics`` is ``None``, naming the ``metrics`` extra).
+    ``metrics`` is ``None``, naming the ``metrics`` extra). ``tenants``: the namespaces
+    served (default: ``service``'s, others opened on first use).
     """
 
     def __init__(
         self,
         service: Service,
         *,
-        mcp: MCPServer | None = None,
+        mcp: bool = True,
+        tenants: Tenants | None = None,
         allowed_origins: Collection[str] = (),
         allowed_hosts: Collection[str] | None = LOCAL_HOSTS,
         api_keys: APIKeys | None = None,
@@ -103,7 +109,7 @@ class App:
         metrics_route: bool = True,
     ) -> None:
         self.service = service
-        self.mcp = mcp
+        self.tenants = tenants if tenants is not None else Tenants(service, mcp=mcp)
         self.api_keys = api_keys
         self.metrics = metrics
         self.allowed_origins = frozenset(allowed_origins)
@@ -116,9 +122,10 @@ class App:
             "/triplet_search": {"POST": self.triplet_search},
             "/ask": {"POST": self.ask},
             "/ingest": {"POST": self.ingest},
+            "/delete": {"POST": self.delete},
         }
-        if mcp is not None:
-            self.routes["/mcp"] = {"POST": mcp.handle_http}
+        if mcp:
+            self.routes["/mcp"] = {"POST": self.mcp}
         if metrics_route:
             self.routes["/metrics"] = {"GET": self.metrics_text}
 
@@ -128,8 +135,9 @@ class App:
         route = request.path if request.path in self.routes else "unmatched"
         if self.metrics is not None:
             self.metrics.in_flight.inc()
+        namespace: list[str] = []  # filled by _answer once known
         try:
-            response, key = await self._answer(request)
+            response, key = await self._answer(request, namespace)
         finally:
             if self.metrics is not None:
                 self.metrics.in_flight.dec()
@@ -138,15 +146,18 @@ class App:
             self.metrics.observe_request(request.method, route, response.status, elapsed)
         if access_logger.isEnabledFor(logging.INFO):
             key_id = key.key_id if key is not None else "-"
+            ns = namespace[0] if namespace else "-"
             access_logger.info(
-                "%s %s %s %d %.1fms key=%s",
+                "%s %s %s %d %.1fms ns=%s key=%s",
                 request.client or "-",
                 request.method[:16],
                 route,
                 response.status,
                 elapsed * 1000,
+                ns,
                 key_id,
                 extra={
+                    "namespace": ns,
                     "client": request.client,
                     "method": request.method[:16],
                     "route": route,
@@ -157,7 +168,7 @@ class App:
             )
         return response
 
-    async def _answer(self, request: Request) -> tuple[Response, APIKey | None]:
+    async def _answer(self, request: Request, namespace: list[str]) -> tuple[Response, APIKey | None]:
         if self.allowed_hosts is not None and not host_allowed(request.header("host"), self.allowed_hosts):
             return Response.error(403, "Forbidden", "this Host is not allowed"), None
         origin = request.header("origin")
@@ -181,7 +192,15 @@ class App:
                 405, "MethodNotAllowed", f"{request.path} accepts {allow}, not {request.method}", {"Allow": allow}
             ), key
         try:
-            return await handler(request), key
+            ns = request_namespace(
+                request.header(NAMESPACE_HEADER),
+                key,
+                authenticated=self.api_keys is not None,
+                default=self.tenants.default.namespace,
+            )
+            namespace.append(ns)
+            tenant = await self.tenants.get(ns)
+            return await handler(request, tenant), key
         except HTTPError as exc:
             return Response.error(exc.status, exc.kind, exc.message, exc.headers), key
         except Exception as exc:
@@ -195,7 +214,7 @@ class App:
         return model.model_validate(data)
 
     # -- handlers -------------------------------------------------------------
-    async def index(self, request: Request) -> Response:
+    async def index(self, request: Request, tenant: Tenant) -> Response:
         """``GET /``: the service and its routes."""
         from kag.version import __version__
 
@@ -204,7 +223,7 @@ class App:
             200, {"name": "kag", "version": __version__, "knowledge": self.service.knowledge.name, "routes": routes}
         )
 
-    async def health(self, request: Request) -> Response:
+    async def health(self, request: Request, tenant: Tenant) -> Response:
         """``GET /health``: status, backend and counts; 503 when the backend cannot be reached.
 
         With API keys, a caller without a ``read`` key gets only ``status`` and ``backend``.
@@ -214,7 +233,7 @@ class App:
             key = self.api_keys.identify(request.header("authorization"))
             detailed = key is not None and key.allows("read")
         try:
-            health = await self.service.health()
+            health = await tenant.service.health()
         except (BackendUnavailableError, BackendAuthError) as exc:
             body: dict[str, Any] = {"status": "unavailable", "backend": backend_name(self.service.kb)}
             if detailed:
@@ -224,13 +243,13 @@ class App:
             health = {"status": health["status"], "backend": health["backend"]}
         return Response.json(200, health)
 
-    async def metrics_text(self, request: Request) -> Response:
+    async def metrics_text(self, request: Request, tenant: Tenant) -> Response:
         """``GET /metrics``: the Prometheus text format; **501** without the ``metrics`` extra."""
         if self.metrics is None:
             return Response.error(501, "NotImplemented", METRICS_MISSING)
         return Response(200, self.metrics.render(), {"Content-Type": self.metrics.content_type})
 
-    async def schema(self, request: Request) -> Response:
+    async def schema(self, request: Request, tenant: Tenant) -> Response:
         """``GET /schema``: declared labels and the TripletSearch JSON schema."""
         graph = self.service.schema
         body = {
@@ -248,33 +267,33 @@ class App:
         }
         return Response.json(200, body)
 
-    async def search(self, request: Request) -> Response:
+    async def search(self, request: Request, tenant: Tenant) -> Response:
         """``POST /search``."""
         body: SearchRequest = self._body(request, SearchRequest)
-        hits = await self.service.search(body.query, k=body.k, label=body.label, where=body.where)
+        hits = await tenant.service.search(body.query, k=body.k, label=body.label, where=body.where)
         return Response.json(200, {"query": body.query, "hits": hits})
 
-    async def triplet_search(self, request: Request) -> Response:
+    async def triplet_search(self, request: Request, tenant: Tenant) -> Response:
         """``POST /triplet_search``."""
         body: TripletSearchRequest = self._body(request, TripletSearchRequest)
-        result = await self.service.triplet_search(
+        result = await tenant.service.triplet_search(
             body.search(), k=body.k, threshold=body.threshold, include_vectors=body.include_vectors
         )
         return Response.json(200, result)
 
-    async def ask(self, request: Request) -> Response:
+    async def ask(self, request: Request, tenant: Tenant) -> Response:
         """``POST /ask``."""
         body: AskRequest = self._body(request, AskRequest)
-        result = await self.service.ask(
+        result = await tenant.service.ask(
             body.question, k=body.k, threshold=body.threshold, max_hops=body.max_hops, mode=body.mode
         )
         return Response.json(200, result)
 
-    async def ingest(self, request: Request) -> Response:
+    async def ingest(self, request: Request, tenant: Tenant) -> Response:
         """``POST /ingest``."""
         body: IngestRequest = self._body(request, IngestRequest)
-        sources = [self.service.check_source(s) for s in body.sources]
-        report = await self.service.ingest(
+        sources = [tenant.service.check_source(s) for s in body.sources]
+        report = await tenant.service.ingest(
             entities=body.entities,
             relations=body.relations,
             texts=body.texts,
@@ -285,6 +304,19 @@ class App:
             self.metrics.observe_ingest(report)
         return Response.json(200, report)
 
+    async def delete(self, request: Request, tenant: Tenant) -> Response:
+        """``POST /delete``: by ids, document ids, sources or a metadata filter, in the request's namespace."""
+        body: DeleteRequest = self._body(request, DeleteRequest)
+        report = await tenant.service.delete(
+            ids=body.ids, document_ids=body.document_ids, sources=body.sources, where=body.where
+        )
+        return Response.json(200, report)
+
+    async def mcp(self, request: Request, tenant: Tenant) -> Response:
+        """``POST /mcp``: the MCP endpoint of the request's namespace."""
+        assert tenant.mcp is not None  # the route exists only when MCP is on
+        return await tenant.mcp.handle_http(request)
+
 
 def create_app(
     service: Service,
@@ -294,20 +326,27 @@ def create_app(
     allowed_hosts: Collection[str] | None = LOCAL_HOSTS,
     api_keys: APIKeys | None = None,
     metrics: bool = True,
+    max_namespaces: int = 64,
 ) -> App:
     """An :class:`App` over ``service``, with the MCP endpoint at ``/mcp`` unless ``mcp=False``.
 
     ``api_keys`` turns authentication on. ``metrics=True`` counts requests, store calls,
     ingested rows and model tokens when ``prometheus_client`` is installed and serves
     them at ``GET /metrics`` (**501** naming the extra when it is not); ``False``: no ``/metrics``.
+    ``service`` serves the ``default`` namespace (or the one it was opened in); others are
+    opened on first use over the same backend, at most ``max_namespaces`` in all.
     """
     collected = Metrics.create() if metrics else None
-    if collected is not None:
-        # the model is read only once built (service._lm), so scraping never builds one
-        collected.watch(service.kb.store, service.knowledge.store, model=lambda: service._lm)
+
+    def opened(tenant: Service) -> None:
+        if collected is not None:
+            # the model is read only once built (tenant._lm), so scraping never builds one
+            collected.watch(tenant.kb.store, tenant.knowledge.store, model=lambda: tenant._lm)
+
     return App(
         service,
-        mcp=MCPServer(service) if mcp else None,
+        mcp=mcp,
+        tenants=Tenants(service, mcp=mcp, max_namespaces=max_namespaces, on_open=opened),
         allowed_origins=allowed_origins,
         allowed_hosts=allowed_hosts,
         api_keys=api_keys,

@@ -8,6 +8,11 @@ a file); ``SCOPES`` is a comma-separated subset of ``read``, ``ingest``, ``admin
     Zq3v9cR1...Vw:read
     sha256:6b86b273ff34fce19d6b804eff5a3f5747ada4eaa22f1d49c01e52ddb7875b4b:read,ingest
 
+An entry may end in ``@NAMESPACE`` (``KEY:read,ingest@acme``): the key is bound to that
+namespace (tenant) and every request made with it reads and writes only there, whatever
+the request says. A key without one uses the ``default`` namespace, and an ``admin`` key
+without one may pick any namespace with the ``X-Kag-Namespace`` header.
+
 ``KEY`` is the key itself (token68 characters, at least :data:`MIN_KEY_LENGTH` of them;
 make one with ``python -c 'import secrets; print(secrets.token_urlsafe(32))'``) or
 ``sha256:<hex digest of the key>``, so a key file need not hold the secret. Only
@@ -31,7 +36,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from kag.errors import APIKeysError, HTTPError, InsecureBindError
+from kag.errors import APIKeysError, ConfigError, HTTPError, InsecureBindError
+from kag.validation import check_namespace
 
 __all__ = [
     "API_KEYS_ENV",
@@ -57,6 +63,7 @@ ROUTE_SCOPES: dict[str, str] = {
     "/ask": "read",
     "/mcp": "read",
     "/ingest": "ingest",
+    "/delete": "ingest",
     "/metrics": "admin",
 }
 """The scope each route needs; a route not listed here (and not open) needs ``admin``."""
@@ -79,6 +86,8 @@ class APIKey:
 
     digest: bytes
     scopes: frozenset[str]
+    namespace: str | None = None
+    """The namespace the key is bound to (``None``: not bound)."""
 
     @property
     def key_id(self) -> str:
@@ -201,6 +210,13 @@ def _parse_entry(entry: str, where: str) -> APIKey:
     secret, sep, scope_text = entry.rpartition(":")
     if not sep or not secret:
         raise APIKeysError(f"{where}: an entry must be KEY:SCOPES (e.g. KEY:read,ingest), got one without scopes.")
+    scope_text, at, namespace = scope_text.partition("@")
+    bound: str | None = None
+    if at:
+        try:
+            bound = check_namespace(namespace, error=ConfigError)
+        except ConfigError as exc:
+            raise APIKeysError(f"{where}: {exc}") from None
     scopes = [s for s in scope_text.split(",") if s]
     unknown = sorted(set(scopes) - set(SCOPES))
     if not scopes or unknown:
@@ -209,12 +225,12 @@ def _parse_entry(entry: str, where: str) -> APIKey:
     if colon:
         if algorithm != "sha256" or not _DIGEST.fullmatch(digest):
             raise APIKeysError(f"{where}: a hashed key must be sha256:<64 hex digits>.")
-        return APIKey(bytes.fromhex(digest), frozenset(scopes))
+        return APIKey(bytes.fromhex(digest), frozenset(scopes), bound)
     if not _TOKEN68.fullmatch(secret):  # the entry is never echoed: it may be a secret
         raise APIKeysError(f"{where}: a key may only hold the characters A-Z a-z 0-9 . _ ~ + / - (then =).")
     if len(secret) < MIN_KEY_LENGTH:
         raise APIKeysError(f"{where}: a key must have at least {MIN_KEY_LENGTH} characters; {_GENERATE}.")
-    return APIKey(hashlib.sha256(secret.encode("utf-8")).digest(), frozenset(scopes))
+    return APIKey(hashlib.sha256(secret.encode("utf-8")).digest(), frozenset(scopes), bound)
 
 
 # --------------------------------------------------------------------------- binding

@@ -22,6 +22,7 @@ from kag.datamodels.base import Entity, Relation
 from kag.datamodels.documents import Document
 from kag.datamodels.schema import ANY, GraphSchema
 from kag.errors import ConfigError, InvalidInputError, SchemaError, UsageError
+from kag.graph.factory import open_namespace
 from kag.graph.memory import MemoryGraphStore
 from kag.knowledge.base import KnowledgeBase
 from kag.knowledge.indexing import Progress
@@ -105,6 +106,9 @@ class Service:
     lm_spec: LMSpec = field(default_factory=lambda: LMSpec("lexical"))
     schema_source: str = DEFAULT_SCHEMA
     source_roots: tuple[Path, ...] = ()
+    # the service of the default namespace, for one served in another: models that do not read
+    # the knowledge base (all but lexical) are built once and shared
+    parent: Service | None = field(default=None, repr=False)
     _lm: LanguageModel | None = field(default=None, init=False, repr=False)
     _programs: dict[tuple[int, float, int], Program] = field(default_factory=dict, init=False, repr=False)
     _write_lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False, repr=False)
@@ -121,8 +125,11 @@ class Service:
         chunk_size: int = 1000,
         chunk_overlap: int | None = None,
         source_roots: Sequence[str | os.PathLike[str]] = (),
+        namespace: str | None = None,
     ) -> Service:
         """Open the knowledge base ``uri`` (default ``$KAG_KB`` or ``memory://``) with ``schema``'s models.
+
+        ``namespace`` is the tenant served (default ``"default"``; see :meth:`in_namespace` for others).
 
         ``source_roots`` are the directories whose files ``ingest(sources=...)`` may
         read (none by default: only http(s) URLs are accepted from remote callers).
@@ -138,7 +145,9 @@ class Service:
         overlap = chunk_overlap if chunk_overlap is not None else min(150, chunk_size // 5)
         try:
             splitter = RecursiveCharacterSplitter(chunk_size, overlap)
-            kb = KnowledgeBase(target, entity_models=spec.entity_models, relation_models=spec.relation_models)
+            kb = KnowledgeBase(
+                target, entity_models=spec.entity_models, relation_models=spec.relation_models, namespace=namespace
+            )
             knowledge = Knowledge(kb, name=name, description=description, splitter=splitter)
         except ConfigError as exc:
             raise UsageError(str(exc)) from None
@@ -146,6 +155,28 @@ class Service:
             raise UsageError(str(exc)) from None
         roots = tuple(Path(r).expanduser().resolve() for r in source_roots)
         return cls(kb, knowledge, lm_spec, spec.source, roots)
+
+    def in_namespace(self, namespace: str) -> Service:
+        """The same service over namespace ``namespace`` of the same backend (a tenant's own data).
+
+        Close it before this one (it shares this service's Neo4j driver).
+        """
+        store = open_namespace(self.kb.store, namespace)
+        kb = KnowledgeBase(
+            store=store,
+            entity_models=self.kb.entity_models,
+            relation_models=self.kb.relation_models,
+            embedder=self.kb.embedder,
+        )
+        knowledge = Knowledge(
+            kb, name=self.knowledge.name, description=self.knowledge.description, splitter=self.knowledge.splitter
+        )
+        return Service(kb, knowledge, self.lm_spec, self.schema_source, self.source_roots, parent=self)
+
+    @property
+    def namespace(self) -> str:
+        """The namespace (tenant) this service reads and writes."""
+        return self.kb.namespace
 
     # -- lifecycle ------------------------------------------------------------
     @property
@@ -157,6 +188,8 @@ class Service:
     def language_model(self) -> LanguageModel:
         """The language model (built on first use)."""
         if self._lm is None:
+            if self.parent is not None and self.lm_spec.kind != "lexical":
+                return self.parent.language_model  # the lexical model reads names from this tenant's graph only
             self._lm = build_language_model(self.lm_spec, self.kb)
         return self._lm
 
@@ -428,6 +461,32 @@ class Service:
             if extract and passages:
                 report["extraction"] = await self._extract(passages)
             saved = self.persist()
+        if saved:
+            report["saved"] = saved
+        report["counts"] = await self.counts()
+        return report
+
+    async def delete(
+        self,
+        *,
+        ids: Sequence[str] = (),
+        document_ids: Sequence[str] = (),
+        sources: Sequence[str] = (),
+        where: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Delete entities/relations/chunks by id, documents by id or source, or documents matching ``where``.
+
+        A deleted document takes what only it supported with it (see ``Knowledge.delete``).
+        Returns ``{"deleted": n, "counts": ...}``.
+        """
+        if not (ids or document_ids or sources or where):
+            raise InvalidInputError("name what to delete: ids, document_ids, sources or where.")
+        async with self._write_lock:
+            deleted = await self.knowledge.delete(
+                ids=list(ids), document_ids=list(document_ids), sources=list(sources), where=where
+            )
+            saved = self.persist()
+        report: dict[str, Any] = {"deleted": deleted}
         if saved:
             report["saved"] = saved
         report["counts"] = await self.counts()

@@ -120,6 +120,21 @@ class IngestRequest(_Body):
         return self
 
 
+class DeleteRequest(_Body):
+    """``POST /delete``: ids (entities, relations, chunks, documents), document ids, sources, a metadata filter."""
+
+    ids: list[str] = Field(default_factory=list, max_length=10_000)
+    document_ids: list[str] = Field(default_factory=list, max_length=10_000)
+    sources: list[str] = Field(default_factory=list, max_length=1_000)
+    where: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> DeleteRequest:
+        if not (self.ids or self.document_ids or self.sources or self.where):
+            raise ValueError("nothing to delete: give ids, document_ids, sources or where")
+        return self
+
+
 # --------------------------------------------------------------------------- errors
 
 

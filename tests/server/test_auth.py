@@ -241,7 +241,7 @@ async def test_access_log_names_the_key_by_id_never_the_key_or_body(
     ]
     for record in records:
         line = record.getMessage()
-        assert re.fullmatch(r"127\.0\.0\.1:\d+ POST /\w+ \d{3} \d+\.\dms key=(\w{8}|-)", line), line
+        assert re.fullmatch(r"127\.0\.0\.1:\d+ POST /\w+ \d{3} \d+\.\dms ns=(default|-) key=(\w{8}|-)", line), line
         assert record.latency_ms >= 0  # type: ignore[attr-defined]
         for secret in (READ, secret_query, READ + "zz"):
             assert secret not in line and secret not in repr(vars(record))
@@ -300,7 +300,7 @@ def test_cli_serves_with_a_key_file(tmp_path: Path) -> None:
         err = _stop(proc)
     # one access log line per request on stderr, keys never
     lines = [line for line in err.splitlines() if "kag.server.access" in line]
-    assert len(lines) == 4 and [line.split()[-3] for line in lines] == ["200", "401", "200", "403"]
+    assert len(lines) == 4 and [line.split()[-4] for line in lines] == ["200", "401", "200", "403"]
     assert READ not in err and INGEST not in err
 
 
