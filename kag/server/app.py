@@ -168,6 +168,27 @@ class App:
             )
         return response
 
+    def refused(self, client: str, status: int, seconds: float) -> None:
+        """A request the HTTP server refused itself (malformed, too large, too slow, shed): counted
+        under route ``refused`` and logged like any other, with method ``-`` (it was never parsed)."""
+        if self.metrics is not None:
+            self.metrics.observe_request("-", "refused", status, seconds)
+        access_logger.info(
+            "%s - refused %d %.1fms ns=- key=-",
+            client or "-",
+            status,
+            seconds * 1000,
+            extra={
+                "client": client,
+                "method": "-",
+                "route": "refused",
+                "status": status,
+                "latency_ms": round(seconds * 1000, 3),
+                "namespace": "-",
+                "key_id": "-",
+            },
+        )
+
     async def _answer(self, request: Request, namespace: list[str]) -> tuple[Response, APIKey | None]:
         if self.allowed_hosts is not None and not host_allowed(request.header("host"), self.allowed_hosts):
             return Response.error(403, "Forbidden", "this Host is not allowed"), None

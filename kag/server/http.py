@@ -97,6 +97,8 @@ class Response:
 
 
 Handler = Callable[[Request], Awaitable[Response]]
+Refused = Callable[[str, int, float], None]
+"""``(client, status, seconds)`` of a request the server refused before any handler saw it."""
 
 
 @dataclass(eq=False)
@@ -135,7 +137,11 @@ class HTTPServer:
         keep_alive_timeout: float = DEFAULT_KEEP_ALIVE_TIMEOUT,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         server_name: str = "kag",
+        on_refused: Refused | None = None,
     ) -> None:
+        """``on_refused(client, status, seconds)`` is told of every request the server answers itself,
+        before any handler (400/408/413/414/431/505 and 503 when shedding); default: the
+        handler's ``refused`` method when it has one, so an ``App`` logs and counts them too."""
         for name, value in (
             ("max_body_bytes", max_body_bytes),
             ("max_header_bytes", max_header_bytes),
@@ -149,6 +155,7 @@ class HTTPServer:
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
             raise ValueError(f"port must be in 0..65535, got {port!r}.")
         self.handler = handler
+        self.on_refused: Refused | None = on_refused if on_refused is not None else getattr(handler, "refused", None)
         self.host = host
         self.requested_port = port
         self.max_body_bytes = max_body_bytes
@@ -249,9 +256,11 @@ class HTTPServer:
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
         if self._closing:
+            self._tell_refused(client, 503, asyncio.get_running_loop().time())
             await self._shed(reader, writer, "the server is shutting down")
             return
         if len(self._connections) >= self.max_connections and not self._evict_one():
+            self._tell_refused(client, 503, asyncio.get_running_loop().time())
             await self._shed(reader, writer, "the server is busy; retry shortly")
             return
         conn = _Connection(writer)
@@ -265,6 +274,7 @@ class HTTPServer:
                 except RequestRejected as rej:
                     if conn.evicted:
                         break
+                    self._tell_refused(client, rej.status, conn.since)
                     error = Response.error(rej.status, _kind(rej.status), rej.message, rej.headers)
                     await self._send(writer, error, keep_alive=False)
                     if rej.status == 413:  # read what the client is still sending, so it sees the 413
@@ -286,6 +296,14 @@ class HTTPServer:
         finally:
             self._connections.pop(writer, None)
             await _close(writer)
+
+    def _tell_refused(self, client: str, status: int, since: float) -> None:
+        if self.on_refused is None:
+            return
+        try:
+            self.on_refused(client, status, max(0.0, asyncio.get_running_loop().time() - since))
+        except Exception:  # a logging hook never breaks serving
+            logger.exception("on_refused hook failed")
 
     def _evict_one(self) -> bool:
         """Close the connection that is cheapest to lose, to make room; False if none may go.

@@ -250,3 +250,39 @@ async def test_mcp_over_stdio_logs_one_line_per_message(caplog: pytest.LogCaptur
         ("tools/call", "ok"),
     ]
     assert all(secret not in r.getMessage() and r.latency_ms >= 0 for r in records)  # type: ignore[attr-defined]
+
+
+async def raw_exchange(server: HTTPServer, data: bytes) -> bytes:
+    """Send raw bytes (what httpx would refuse to send) and read the whole answer."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    try:
+        writer.write(data)
+        await writer.drain()
+        return await asyncio.wait_for(reader.read(), timeout=10)
+    finally:
+        writer.close()
+
+
+async def test_requests_the_http_server_refuses_are_logged_and_counted(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with serving(tmp_path) as (server, _service):
+        with caplog.at_level(logging.INFO, logger="kag.server.access"):
+            bad_line = await raw_exchange(server, b"NOT A REQUEST\r\n\r\n")
+            too_big = await raw_exchange(
+                server,
+                b"POST /search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                + f"Content-Length: {server.max_body_bytes + 1}\r\n\r\n".encode(),
+            )
+        async with httpx.AsyncClient(base_url=server.url) as client:
+            found = samples((await client.get("/metrics")).text)
+    assert bad_line.startswith(b"HTTP/1.1 400") and too_big.startswith(b"HTTP/1.1 413")
+    refused = {
+        dict(labels)["status"]: value
+        for labels, value in by_name(found, "kag_http_requests_total").items()
+        if dict(labels)["route"] == "refused"
+    }
+    assert refused == {"400": 1.0, "413": 1.0}
+    lines = [r.getMessage() for r in caplog.records if r.name == "kag.server.access"]
+    assert [line.split()[1:4] for line in lines] == [["-", "refused", "400"], ["-", "refused", "413"]]
+    assert all(getattr(r, "route", None) == "refused" for r in caplog.records if r.name == "kag.server.access")
