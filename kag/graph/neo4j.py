@@ -668,8 +668,15 @@ async def _missing_endpoints(tx: Any, rows: Sequence[dict[str, Any]], namespace:
     return [record["id"] for record in await result.fetch(2**31 - 1)]
 
 
+def plain_properties(props: Mapping[str, Any]) -> dict[str, Any]:
+    """Properties with Neo4j temporal values as ISO text (a graph kag did not write may hold them;
+    introspected models declare them as text)."""
+    return {k: v.iso_format() if hasattr(v, "iso_format") else v for k, v in props.items()}
+
+
 def _clean(props: dict[str, Any] | None) -> dict[str, Any]:
-    return {k: v for k, v in (props or {}).items() if k not in ("embedding", NAMESPACE) and v is not None}
+    kept = {k: v for k, v in (props or {}).items() if k not in ("embedding", NAMESPACE) and v is not None}
+    return plain_properties(kept)
 
 
 def _check_props(props: Mapping[str, Any]) -> None:

@@ -212,3 +212,52 @@ def test_cli_schema_prints_importable_models(
     assert target.read_text(encoding="utf-8") == printed
     assert main(["schema", "--from", "memory://"]) == 2
     assert "neo4j:// or bolt://" in capsys.readouterr().err
+
+
+async def test_embed_in_place_makes_the_existing_graph_searchable(movies: dict[str, str]) -> None:
+    from kag.knowledge.adopt import embed_in_place
+
+    schema = (await describe(movies)).schema()
+    kb = kag.KnowledgeBase(
+        movies["uri"],
+        entity_models=schema.entity_models,
+        relation_models=schema.relation_models,
+        username=movies["user"],
+        password=movies["password"],
+        database=movies["database"],
+    )
+    try:
+        before = await _run(movies, "MATCH (n) WHERE n:IxPerson OR n:IxMovie RETURN count(n) AS n")
+        report = await embed_in_place(kb, batch_size=2)  # small batches: the loop pages
+        # Keanu holds an `id` of his own: left unchanged, and so are his relationships
+        # Carrie-Anne Moss is an IxActor and an IxPerson: adopted once, under the first label
+        assert report.entities["IxActor"] + report.entities["IxPerson"] == 2 and report.entities["IxMovie"] == 2
+        assert report.relations["IX_ACTED_IN"] == 1 and report.relations["IX_DIRECTED"] == 1
+        assert [(label, reason) for label, _, reason in report.skipped] == [
+            ("IxPerson", "it already has its own 'id' property")
+        ]
+        assert report.to_dict()["skipped"][0]["label"] == "IxPerson"
+        # nothing was copied: the same nodes, their own labels and properties kept
+        assert await _run(movies, "MATCH (n) WHERE n:IxPerson OR n:IxMovie RETURN count(n) AS n") == before
+        matrix = await _run(movies, "MATCH (m:IxMovie {title: 'The Matrix'}) RETURN m.premiere AS p, m.rating AS r")
+        assert str(matrix[0]["p"]) == "1999-03-31" and matrix[0]["r"] == 8.7
+        keanu = await _run(movies, "MATCH (k:IxPerson {name: 'Keanu Reeves'}) RETURN k.id AS id, k.kag_ns AS ns")
+        assert keanu == [{"id": 7, "ns": None}]
+        hits = await kb.triplet_search(
+            {
+                "subject_label": "IxPerson",
+                "subject_similarity_search": "Carrie-Anne Moss",
+                "relation_label": "IX_ACTED_IN",
+                "object_label": "IxMovie",
+            }
+        )
+        assert [(h.subject.name, h.object.title, h.relation.roles) for h in hits] == [  # type: ignore[union-attr]
+            ("Carrie-Anne Moss", "The Matrix", ["Trinity"])
+        ]
+        similar = await kb.similarity_search("IxMovie", "John Wick", k=1)
+        assert [h.entity.title for h in similar] == ["John Wick"]  # type: ignore[attr-defined]
+        # a second run adopts only what is new
+        again = await embed_in_place(kb)
+        assert sum(again.entities.values()) == 0 and sum(again.relations.values()) == 0
+    finally:
+        await kb.aclose()
