@@ -172,6 +172,24 @@ class BaseLanguageModel(abc.ABC):
         if isinstance(max_repairs, bool) or not isinstance(max_repairs, int) or max_repairs < 0:
             raise ConfigError(f"max_repairs must be an integer >= 0, got {max_repairs!r}.")
         self.max_repairs = max_repairs
+        # tokens and seconds of every call (and of the last one), when the provider reports them
+        self.usage: dict[str, float] = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0}
+        self.last_usage: dict[str, float] = {}
+
+    def count_usage(self, prompt_tokens: Any, completion_tokens: Any, seconds: float) -> None:
+        """Record one call's token counts (what the provider reported; missing counts are 0)."""
+
+        def number(value: Any) -> float:
+            return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+
+        self.last_usage = {
+            "prompt_tokens": number(prompt_tokens),
+            "completion_tokens": number(completion_tokens),
+            "seconds": float(seconds),
+        }
+        self.usage["calls"] += 1
+        for key in ("prompt_tokens", "completion_tokens", "seconds"):
+            self.usage[key] += self.last_usage[key]
 
     @property
     @abc.abstractmethod
@@ -240,6 +258,7 @@ class BaseLanguageModel(abc.ABC):
         last_raw = ""
         for attempt in range(1 + self.max_repairs):
             started = time.perf_counter()
+            self.last_usage = {}
             try:
                 raw = await self._complete(list(conversation), sent_schema, schema_name)
             except InvalidOutputError as exc:
@@ -255,13 +274,16 @@ class BaseLanguageModel(abc.ABC):
                 except ValueError as exc:  # pydantic.ValidationError is a ValueError
                     last_error = describe_error(exc)
                 else:
+                    tokens = self.last_usage
                     log.info(
-                        "%s answered %r in %.3fs (attempt %d, %d chars)",
+                        "%s answered %r in %.3fs (attempt %d, %d chars, %d prompt + %d completion tokens)",
                         self.name,
                         schema_name,
                         time.perf_counter() - started,
                         attempt + 1,
                         len(raw),
+                        tokens.get("prompt_tokens", 0),
+                        tokens.get("completion_tokens", 0),
                     )
                     return result
             log.warning(

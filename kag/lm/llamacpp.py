@@ -174,8 +174,6 @@ class LlamaCppLM(BaseLanguageModel):
         self._llama: Any = None
         self._lock = threading.Lock()
         self._grammars: dict[str, Any] = {}
-        self.last_usage: dict[str, float] = {}
-        self.usage: dict[str, float] = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0}
 
     # -- construction helpers --------------------------------------------------------------
     @staticmethod
@@ -372,14 +370,7 @@ class LlamaCppLM(BaseLanguageModel):
                 raise LanguageModelError(f"{self.name} failed to generate: {exc}.") from exc
             elapsed = time.perf_counter() - started
         usage = out.get("usage") or {}
-        self.last_usage = {
-            "prompt_tokens": float(usage.get("prompt_tokens", 0)),
-            "completion_tokens": float(usage.get("completion_tokens", 0)),
-            "seconds": elapsed,
-        }
-        self.usage["calls"] += 1
-        for key in ("prompt_tokens", "completion_tokens", "seconds"):
-            self.usage[key] += self.last_usage[key]
+        self.count_usage(usage.get("prompt_tokens"), usage.get("completion_tokens"), elapsed)
         choice = out["choices"][0]
         content = choice["message"].get("content") or ""
         if choice.get("finish_reason") == "length":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -132,9 +133,11 @@ class OllamaLM(BaseLanguageModel):
         }
         if self.keep_alive is not None:
             body["keep_alive"] = self.keep_alive
+        started = time.perf_counter()
         data = await self._http.post_json("api/chat", body)
         if not isinstance(data, dict):
             raise LanguageModelError(f"{self.name} returned a non-object response.")
+        self.count_usage(data.get("prompt_eval_count"), data.get("eval_count"), time.perf_counter() - started)
         if data.get("error"):
             raise LanguageModelError(f"{self.name} reported an error: {data['error']}.")
         message = data.get("message")

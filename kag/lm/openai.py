@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import os
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -219,7 +220,11 @@ class OpenAICompatibleLM(BaseLanguageModel):
         if self.max_tokens is not None:
             body["max_tokens"] = self.max_tokens
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else None
+        started = time.perf_counter()
         data = await self._http.post_json("chat/completions", body, headers=headers)
+        usage = data.get("usage") if isinstance(data, dict) else None
+        usage = usage if isinstance(usage, dict) else {}
+        self.count_usage(usage.get("prompt_tokens"), usage.get("completion_tokens"), time.perf_counter() - started)
         return self._read_answer(data)
 
     def _read_answer(self, data: Any) -> str:

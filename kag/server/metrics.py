@@ -156,8 +156,8 @@ class _TokenCollector:
         for get in self.models:
             lm = get()
             usage = getattr(lm, "usage", None)
-            if lm is None or not isinstance(usage, Mapping):
-                continue
+            if lm is None or not isinstance(usage, Mapping) or not usage.get("calls", 1):
+                continue  # not built, or it never counted a call (the lexical model has no tokens)
             for kind in ("prompt", "completion"):
                 value = usage.get(f"{kind}_tokens")
                 if isinstance(value, int | float):

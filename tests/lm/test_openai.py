@@ -57,6 +57,21 @@ def ok(data: Any = GOOD, **kwargs: Any) -> Reply:
     return Reply.json(chat_reply(json.dumps(data), **kwargs))
 
 
+async def test_token_usage_is_counted_and_logged(server: LocalHTTPServer, caplog: pytest.LogCaptureFixture) -> None:
+    first = chat_reply(json.dumps(GOOD))
+    first["usage"] = {"prompt_tokens": 41, "completion_tokens": 9, "total_tokens": 50}
+    second = chat_reply(json.dumps(GOOD))  # a server that reports no usage counts as 0
+    server.queue("POST", PATH, [Reply.json(first), Reply.json(second)])
+    async with make_lm(server) as lm:
+        with caplog.at_level("INFO", logger="kag.lm.base"):
+            await lm.generate(ASK, Answer, schema_name="answer")
+            await lm.generate(ASK, Answer, schema_name="answer")
+    assert lm.usage["calls"] == 2 and lm.usage["prompt_tokens"] == 41 and lm.usage["completion_tokens"] == 9
+    assert lm.last_usage["prompt_tokens"] == 0 and lm.usage["seconds"] > 0
+    lines = [r.getMessage() for r in caplog.records if r.name == "kag.lm.base"]
+    assert "41 prompt + 9 completion tokens" in lines[0] and "0 prompt + 0 completion tokens" in lines[1]
+
+
 def make_lm(server: LocalHTTPServer, **kwargs: Any) -> OpenAICompatibleLM:
     kwargs.setdefault("backoff_base", 0.001)
     kwargs.setdefault("timeout", 5.0)
