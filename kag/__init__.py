@@ -8,7 +8,7 @@ lives in :mod:`kag.query`, the RAG building blocks in :mod:`kag.rag`, typed erro
 """
 
 from kag import errors
-from kag.agents import Agent, AgentCard
+from kag.agents import Agent, AgentCard, Task
 from kag.datamodels import (
     ANY,
     Chunk,
@@ -98,6 +98,7 @@ __all__ = [
     "ScriptedLM",
     "SearchHit",
     "SymbolicDataModel",
+    "Task",
     "TripletChain",
     "TripletHit",
     "TripletResults",

@@ -2,5 +2,6 @@
 
 from kag.agents.agent import Agent, AgentSync, RetrievalMode
 from kag.agents.card import AgentCapabilities, AgentCard
+from kag.agents.task import Task
 
-__all__ = ["Agent", "AgentCapabilities", "AgentCard", "AgentSync", "RetrievalMode"]
+__all__ = ["Agent", "AgentCapabilities", "AgentCard", "AgentSync", "RetrievalMode", "Task"]

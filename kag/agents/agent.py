@@ -26,7 +26,9 @@ labels numbered across the whole answer (see :mod:`kag.agents.sources`).
 
 from __future__ import annotations
 
+import hashlib
 import json
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -35,6 +37,7 @@ from kag.agents.actions import CITE, JSON_REPLY, NATIVE_CITE, NO_CITE, SYSTEM_PR
 from kag.agents.card import AgentCard
 from kag.agents.native import native_turn
 from kag.agents.sources import attach_sources, relabel, tool_name_for
+from kag.agents.task import Task
 from kag.errors import (
     ConfigError,
     InvalidInputError,
@@ -49,7 +52,10 @@ from kag.lm.base import LanguageModel, Message
 from kag.lm.openai import OpenAICompatibleLM
 from kag.validation import check_k
 
-__all__ = ["Agent", "AgentSync", "RetrievalMode"]
+__all__ = ["Agent", "AgentSync", "RetrievalMode", "Telemetry"]
+
+Telemetry = Callable[[dict[str, Any]], None]
+"""``telemetry(event)``: receives ``retrieval_start``, ``retrieval_result`` and ``retrieval_error`` events."""
 
 RetrievalMode = Literal["auto", "always", "required"]
 _STRENGTH: dict[str, int] = {"auto": 0, "always": 1, "required": 2}
@@ -89,6 +95,11 @@ def _check_mode(mode: Any, what: str) -> RetrievalMode:
     return mode
 
 
+def _opaque(text: str) -> str:
+    # telemetry names sources without revealing them
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
 def _both(caller: Mapping[str, Any] | None, model: Mapping[str, Any] | None) -> dict[str, Any] | None:
     # a model-proposed filter is untrusted: it can narrow the caller's filter, never replace it
     if caller and model:
@@ -108,10 +119,13 @@ class Agent:
         knowledge: one source, a list of them, or ``{name: source}``; names must be unique.
         retrieval: ``"auto"`` (default), ``"always"`` or ``"required"`` (see the module docstring).
         instructions: replaces the first sentence of the system prompt.
-        k: results per kind and source when a call gives none.
+        k: results per kind and source when a call gives none (default: each source's ``default_k``).
         max_steps: how many searches the model may make in one answer before it must answer.
         tool_calling: ``"auto"`` (native tool calling for ``OpenAICompatibleLM``, the JSON action
             for every other model) or ``"json"`` (the JSON action for every model).
+        telemetry: called with one dict per knowledge search: ``{"event": "retrieval_start" |
+            "retrieval_result" | "retrieval_error", "source_id", ...}``; results carry ``count``,
+            ``scores`` and ``latency_ms``, never passages or source strings (ids are hashes).
     """
 
     def __init__(
@@ -123,9 +137,10 @@ class Agent:
         knowledge: Any = None,
         retrieval: RetrievalMode = "auto",
         instructions: str | None = None,
-        k: int = 5,
+        k: int | None = None,
         max_steps: int = 4,
         tool_calling: Literal["auto", "json"] = "auto",
+        telemetry: Telemetry | None = None,
     ) -> None:
         if not isinstance(card, AgentCard):
             raise ConfigError(f"card must be an AgentCard, got {type(card).__name__}.")
@@ -136,13 +151,17 @@ class Agent:
             )
         if not isinstance(llm, LanguageModel):
             raise ConfigError(f"llm must be a kag language model (with async generate()), got {type(llm).__name__}.")
-        check_k(k, name="k")
+        if k is not None:
+            check_k(k, name="k")
         if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 0:
             raise ConfigError(f"max_steps must be an integer >= 0, got {max_steps!r}.")
         if instructions is not None and not isinstance(instructions, str):
             raise ConfigError("instructions must be a string or None.")
         if tool_calling not in ("auto", "json"):
             raise ConfigError(f"tool_calling must be 'auto' or 'json', got {tool_calling!r}.")
+        if telemetry is not None and not callable(telemetry):
+            raise ConfigError("telemetry must be a callable taking one event dict, or None.")
+        self.telemetry = telemetry
         self.card = card
         self.tool_calling = tool_calling
         self.transport = transport
@@ -159,6 +178,58 @@ class Agent:
 
     def __repr__(self) -> str:
         return f"Agent(name={self.card.name!r}, knowledge={list(self.knowledge)}, retrieval={self.retrieval!r})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-compatible settings: the card, modes, and one descriptor per knowledge source.
+
+        Descriptors hold ``name``, ``description``, ``managed`` and ``tool``; retrievers,
+        clients, stores, embedders and the language model are never serialized.
+        """
+        return {
+            "card": self.card.to_dict(),
+            "transport": self.transport,
+            "retrieval": self.retrieval,
+            "instructions": self.instructions,
+            "k": self.k,
+            "max_steps": self.max_steps,
+            "tool_calling": self.tool_calling,
+            "knowledge": [
+                {
+                    "name": name,
+                    "description": source.description,
+                    "managed": bool(getattr(source, "managed", False)),
+                    "tool": tool_name_for(name),
+                }
+                for name, source in self.knowledge.items()
+            ],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, llm: LanguageModel, knowledge: Any = None) -> Agent:
+        """Rebuild an agent from :meth:`to_dict`, with live ``llm`` and ``knowledge`` supplied again.
+
+        The supplied knowledge names must exactly match the serialized descriptors.
+        """
+        card_data = dict(data.get("card") or {})
+        card_data.pop("capabilities", None)  # recomputed from the attached knowledge
+        agent = cls(
+            AgentCard(**card_data),
+            transport=str(data.get("transport", "runtime")),
+            llm=llm,
+            retrieval=data.get("retrieval", "auto"),
+            instructions=data.get("instructions"),
+            k=data.get("k"),
+            max_steps=int(data.get("max_steps", 4)),
+            tool_calling=data.get("tool_calling", "auto"),
+            knowledge=knowledge,
+        )
+        wanted = sorted(str(d.get("name")) for d in data.get("knowledge") or ())
+        if sorted(agent.knowledge) != wanted:
+            raise ConfigError(
+                f"the supplied knowledge {sorted(agent.knowledge)} does not match the serialized descriptors "
+                f"{wanted}; pass knowledge= with exactly those names."
+            )
+        return agent
 
     @property
     def sync(self) -> AgentSync:
@@ -236,6 +307,63 @@ class Agent:
             mode = retrieval
         answer = await self._answer(question, mode, self._select(knowledge), k, where, citations)
         return answer.text
+
+    async def handle_task(self, task: Task) -> RAGAnswer:
+        """Answer an inference :class:`~kag.agents.task.Task` under the retrieval settings of its metadata.
+
+        ``metadata["retrieval"]`` may strengthen the agent's mode, never weaken it;
+        ``knowledge`` (a name or names), ``k``, ``where`` and ``citations`` act as in :meth:`ask`.
+        """
+        if not isinstance(task, Task):
+            raise InvalidInputError(f"handle_task() takes a kag Task, got {type(task).__name__}.")
+        meta = task.metadata
+        mode = self.retrieval
+        wanted = meta.get("retrieval")
+        if wanted is not None and _STRENGTH[_check_mode(wanted, "task retrieval")] > _STRENGTH[mode]:
+            mode = wanted
+        citations = meta.get("citations", True)
+        if not isinstance(citations, bool):
+            raise InvalidInputError(f"task metadata 'citations' must be true or false, got {citations!r}.")
+        return await self._answer(
+            task.prompt, mode, self._select(meta.get("knowledge")), meta.get("k"), meta.get("where"), citations
+        )
+
+    async def _search(
+        self, name: str, query: str, k: int, where: Mapping[str, Any] | None
+    ) -> Sequence[SearchHit]:
+        """One knowledge search, reported to ``telemetry`` by counts, scores, latency and opaque ids."""
+        source_id = _opaque(name)
+        self._emit({"event": "retrieval_start", "source_id": source_id, "k": k})
+        started = time.perf_counter()
+        try:
+            hits = await self.knowledge[name].search(query, k=k, where=where)
+        except Exception as exc:
+            self._emit({"event": "retrieval_error", "source_id": source_id, "error": type(exc).__name__})
+            raise
+        self._emit(
+            {
+                "event": "retrieval_result",
+                "source_id": source_id,
+                "count": len(hits),
+                "scores": [round(h.score, 6) for h in hits],
+                "hit_sources": [_opaque(h.source) for h in hits],
+                "latency_ms": round((time.perf_counter() - started) * 1000.0, 3),
+            }
+        )
+        return hits
+
+    def _k_for(self, name: str, k: int | None) -> int:
+        # the call's k, else the agent's, else the source's own default_k
+        if k is not None:
+            return k
+        if self.k is not None:
+            return self.k
+        default = getattr(self.knowledge[name], "default_k", 5)
+        return default if isinstance(default, int) and not isinstance(default, bool) and default > 0 else 5
+
+    def _emit(self, event: dict[str, Any]) -> None:
+        if self.telemetry is not None:
+            self.telemetry(event)
 
     async def _answer(
         self,
@@ -383,7 +511,7 @@ class Agent:
         blocks = []
         for name in names:
             source = self.knowledge[name]
-            hits = await source.search(question, k=self.k if k is None else k, where=where)
+            hits = await self._search(name, question, self._k_for(name, k), where)
             rendered = render_context(name, question, hits, min(share, source.context_max_chars))
             blocks.append(evidence.add(name, hits, rendered))
         return "Search results retrieved for this question:\n\n" + "\n\n".join(blocks)
@@ -403,12 +531,12 @@ class Agent:
         except InvalidInputError as exc:
             return f"Error: {exc}"
         if action.get("k") is None:
-            model_k = self.k if k is None else k
+            model_k = self._k_for(name, k)
         elif k is not None:
             model_k = min(model_k, k)  # the caller's k caps what the model asks for
         source = self.knowledge[name]
         try:
-            hits = await source.search(query, k=model_k, where=_both(where, model_where))
+            hits = await self._search(name, query, model_k, _both(where, model_where))
         except InvalidInputError as exc:
             return f"Error: {exc}"
         rendered = render_context(name, query, hits, source.context_max_chars)
@@ -416,7 +544,8 @@ class Agent:
 
 
 class AgentSync(SyncFacade[Agent]):
-    """``agent.sync``: :meth:`Agent.ask` and :meth:`Agent.invoke`, blocking."""
+    """``agent.sync``: :meth:`Agent.ask`, :meth:`Agent.invoke` and :meth:`Agent.handle_task`, blocking."""
 
     ask = blocking(Agent.ask)
     invoke = blocking(Agent.invoke)
+    handle_task = blocking(Agent.handle_task)

@@ -9,30 +9,15 @@ the same answer, so a label names one result across every search of that answer.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kag.errors import ConfigError
 from kag.knowledge.hits import Searcher, SearchHit
-from kag.knowledge.tool import LabelledHit, RenderedContext
+from kag.knowledge.tool import LabelledHit, RenderedContext, tool_name_for
 
 __all__ = ["NamedSource", "attach_sources", "relabel", "tool_name_for"]
-
-_UNSAFE = re.compile(r"[^a-z0-9_]+")
-_TOOL_NAME_MAX = 64
-
-
-def tool_name_for(name: str) -> str:
-    """``search_<sanitized name>``; over-long names keep a short hash so they stay distinct."""
-    clean = _UNSAFE.sub("_", name.strip().lower()).strip("_") or "knowledge"
-    tool = f"search_{clean}"
-    if len(tool) > _TOOL_NAME_MAX:
-        digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:8]
-        tool = tool[: _TOOL_NAME_MAX - 9] + "_" + digest
-    return tool
-
 
 class NamedSource:
     """A source under another name (``knowledge={"name": source}``): searches go to ``source``."""

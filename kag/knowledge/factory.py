@@ -5,15 +5,16 @@ Backends by name:
 * ``"memory"``: the embedded networkx graph store, in process; ``path=`` makes it
   a file (``Knowledge.save()`` writes it);
 * ``"sqlite"``: the embedded store made durable: ``path=`` names the SQLite file,
-  ``namespace=`` (default ``"default"``) isolates knowledge bases sharing it; every
+  ``namespace=`` (default: the knowledge ``name``) isolates knowledge bases sharing it; every
   write is one committed transaction, and the file is loaded into memory when opened;
 * ``"neo4j"``: a Neo4j server; ``uri``, ``username``, ``password`` and ``database``
   as keywords, else from ``NEO4J_URI``, ``NEO4J_USERNAME``, ``NEO4J_PASSWORD`` and
   ``NEO4J_DATABASE`` (``neo4j://localhost:7687`` when no URI is set anywhere).
 
-Retrieval-only over an index kag does not manage: ``"vector"`` (``store=`` a
-``kag.rag.VectorStore``), ``"chroma"``, ``"qdrant"`` and ``"pinecone"`` (the caller's
-client, collection or index; see :mod:`kag.knowledge.vector_backends`).
+``"vector"`` (``store=`` a ``kag.rag.VectorStore``): kag indexes into the caller's
+store. Retrieval-only over an index kag does not manage: ``"chroma"``, ``"qdrant"`` and
+``"pinecone"`` (the caller's client, collection or index; see
+:mod:`kag.knowledge.vector_backends`).
 
 Store URIs (``memory://``, ``memory://kb.json``, ``sqlite:///kb.db?namespace=x``, ``neo4j://host:7687``,
 ``bolt://...``) are accepted as before. A retriever object or a search function
@@ -43,8 +44,11 @@ BACKENDS: tuple[str, ...] = ("memory", "sqlite", "neo4j")
 _NEO4J_SETTINGS = ("uri", "username", "password", "database")
 
 
-def _backend_uri(backend: str, options: dict[str, Any]) -> str:
-    """The store URI a backend name (or URI) stands for; consumes ``path`` / ``uri`` from ``options``."""
+def _backend_uri(backend: str, options: dict[str, Any], name: str = "") -> str:
+    """The store URI a backend name (or URI) stands for; consumes ``path`` / ``uri`` from ``options``.
+
+    A sqlite namespace defaults to the knowledge ``name``.
+    """
     if backend == "memory" or backend.startswith("memory://"):
         path = options.pop("path", None)
         if path is not None and backend != "memory":
@@ -55,7 +59,7 @@ def _backend_uri(backend: str, options: dict[str, Any]) -> str:
         if path is None:
             raise ConfigError("the 'sqlite' backend needs path=... (the SQLite file, created when missing).")
         namespace = options.pop("namespace", None)
-        return sqlite_uri(path, DEFAULT_NAMESPACE if namespace is None else namespace)
+        return sqlite_uri(path, (name or DEFAULT_NAMESPACE) if namespace is None else namespace)
     if backend.startswith("sqlite://"):
         if "path" in options or "namespace" in options:
             raise ConfigError("give the sqlite path and namespace either in the URI or as keywords, not both.")
@@ -87,7 +91,7 @@ def create_knowledge(
     splitter: RecursiveCharacterSplitter | None = None,
     reranker: Reranker | None = None,
     where: Mapping[str, Any] | None = None,
-    context_max_chars: int = 6000,
+    context_max_chars: int = 12_000,
     mode: SearchMode | None = None,
     alpha: float = 0.5,
     mmr_lambda: float | None = None,
@@ -161,7 +165,7 @@ def create_knowledge(
             **kb_options,
         )
     store_options = dict(kb_options)
-    uri = _backend_uri(backend, store_options)
+    uri = _backend_uri(backend, store_options, name)
     if not uri.startswith(NEO4J_SCHEMES):
         neo4j_only = sorted(k for k in store_options if k in _NEO4J_SETTINGS)
         if neo4j_only:

@@ -11,11 +11,13 @@ replaces the old version.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import re
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kag.datamodels.documents import Document
 from kag.errors import InvalidInputError, LoaderError
@@ -23,7 +25,20 @@ from kag.graph.passages import ChunkRecord, DocumentRecord, Mention, PassageStor
 from kag.knowledge.base import KnowledgeBase
 from kag.knowledge.mentions import EntityMatcher
 from kag.rag.loaders import AutoLoader, LoadFailure, Source, find_title, names_a_url
+from kag.rag.reports import IndexReport
 from kag.rag.splitter import RecursiveCharacterSplitter
+
+__all__ = [
+    "IndexReport",
+    "LoadedDocument",
+    "PassageIndexer",
+    "Progress",
+    "as_sources",
+    "failure",
+    "load_sources",
+    "origin_of",
+    "with_metadata",
+]
 
 _INLINE_MAX_PATH = 4096
 _HAS_WORD = re.compile(r"\w", re.UNICODE)
@@ -31,37 +46,6 @@ MIN_NAME_CHARS = 2
 
 
 # --------------------------------------------------------------------------- reports
-
-
-@dataclass
-class IndexReport:
-    """What an indexing run did.
-
-    ``documents``/``chunks``/``mentions``: written; ``skipped``: documents
-    already indexed with the same content; ``deleted``: stale documents removed;
-    ``errors``: sources that could not be loaded.
-    """
-
-    documents: int = 0
-    chunks: int = 0
-    mentions: int = 0
-    skipped: int = 0
-    deleted: int = 0
-    errors: list[LoadFailure] = field(default_factory=list)
-
-    def __iadd__(self, other: IndexReport) -> IndexReport:
-        self.documents += other.documents
-        self.chunks += other.chunks
-        self.mentions += other.mentions
-        self.skipped += other.skipped
-        self.deleted += other.deleted
-        self.errors.extend(other.errors)
-        return self
-
-    @property
-    def ok(self) -> bool:
-        """True when every source loaded."""
-        return not self.errors
 
 
 # --------------------------------------------------------------------------- entity names
@@ -103,6 +87,25 @@ def origin_of(source: Source) -> tuple[str, str]:
             return str(path.resolve()), "path"  # a missing path: the loader reports it
         return "inline", "text"
     raise InvalidInputError(f"cannot index a {type(source).__name__}; pass paths, URLs, text, bytes or Documents.")
+
+
+def with_metadata(items: Sequence[LoadedDocument], metadata: Mapping[str, Any] | None) -> list[LoadedDocument]:
+    """``items`` with ``metadata`` merged into each document's own (ids unchanged: they hash source and text)."""
+    if not metadata:
+        return list(items)
+    return [
+        dataclasses.replace(
+            item,
+            document=Document(
+                id=item.document.id,
+                text=item.document.text,
+                source=item.document.source,
+                metadata={**item.document.metadata, **metadata},
+                mime_type=item.document.mime_type,
+            ),
+        )
+        for item in items
+    ]
 
 
 def as_sources(sources: Source | Iterable[Source] | None) -> list[Source]:
@@ -177,6 +180,7 @@ class PassageIndexer:
         existing = {d.id for d in await self.store.list_documents(ids=[i.document.id for i in items])}
         fresh = [i for i in items if i.document.id not in existing]
         report.skipped = len(items) - len(fresh)
+        report.sources = sorted({i.document.source for i in items})
         # a file or URL that changed has a new id: its older versions are stale
         replaceable = sorted({i.document.source for i in fresh if i.origin_kind in ("path", "url")})
         batch: list[LoadedDocument] = []
@@ -195,8 +199,8 @@ class PassageIndexer:
             progress(len(fresh), len(fresh))
         if replaceable:  # deleted after the new versions are written, so a failure loses nothing
             new_ids = {i.document.id for i in fresh}
-            stale = [d.id for d in await self.store.list_documents(sources=replaceable) if d.id not in new_ids]
-            report.deleted += await self.store.delete_documents(stale)
+            stale_docs = [d for d in await self.store.list_documents(sources=replaceable) if d.id not in new_ids]
+            report.deleted += await self.store.delete_documents([d.id for d in stale_docs])
             if report.deleted:
                 self.kb.revision += 1  # deleting documents retracts provenance: extracted items may be gone
         return report

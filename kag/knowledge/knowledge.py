@@ -9,12 +9,8 @@ A search returns
 * **facts**: entities named in the query (whole-word matches of their key text
   or aliases) and their relations, from the knowledge base's triplet search,
   ranked by the similarity of the fact to the query;
-* **passages**: chunks ranked by ``mode`` — ``"vector"`` (exact cosine, the same
-  on every backend), ``"keyword"`` (BM25 on memory, Lucene fulltext on Neo4j:
-  scores differ between backends) or ``"hybrid"`` (``alpha * vector + (1 - alpha)
-  * keyword / max(keyword)`` over the union of both top-``fetch_k`` lists, with
-  the exact vector score of every candidate), optionally diversified with MMR
-  (``mmr_lambda``).
+* **passages**: chunks ranked by ``mode`` (``"vector"``, ``"keyword"`` or ``"hybrid"``),
+  optionally diversified with MMR (see :mod:`kag.knowledge.passage_search`).
 
 A configured ``where`` scope is ANDed with every per-search filter, so a search
 can narrow the scope but never widen it; under a filter, facts are limited to
@@ -24,18 +20,21 @@ entities that some in-scope chunk mentions.
 and :meth:`Knowledge.from_callable` (a search function) build *retrieval-only*
 knowledge: search, tools and answers work, lifecycle calls (``add``, ``upsert``,
 ``delete``, ``refresh``...) raise :class:`~kag.errors.UnsupportedKnowledgeOperationError`.
+``Knowledge(store=vector_store)`` is managed knowledge over a caller's
+:class:`~kag.rag.vectorstores.VectorStore`: kag loads, splits, embeds and writes into it
+(:mod:`kag.knowledge.vector_index`) and searches it by vector. Lifecycle steps of graph
+knowledge (what ``delete`` selects, ``refresh``'s desired set) are in :mod:`kag.knowledge.lifecycle`.
 An optional ``reranker`` reorders passages (or a retriever's hits) after retrieval.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
@@ -44,7 +43,7 @@ from kag.datamodels.base import Entity, Relation
 from kag.datamodels.documents import Document
 from kag.errors import ConfigError, InvalidInputError, UnsupportedKnowledgeOperationError
 from kag.graph.factory import passage_store_for
-from kag.graph.passages import DocumentRecord, PassageRow, PassageStore
+from kag.graph.passages import DocumentRecord, PassageStore
 from kag.knowledge.answer import AnswerMode, RAGAnswer, ask
 from kag.knowledge.base import KnowledgeBase
 from kag.knowledge.facts import FactFinder
@@ -55,19 +54,29 @@ from kag.knowledge.indexing import (
     PassageIndexer,
     Progress,
     as_sources,
-    failure,
     load_sources,
     origin_of,
+    with_metadata,
+)
+from kag.knowledge.lifecycle import (
+    documents_matching,
+    refresh_desired,
+    refresh_stored,
+    sort_refs,
+    source_keys,
+    stale_versions,
 )
 from kag.knowledge.mentions import EntityMatcher, build_matcher, names_of
+from kag.knowledge.passage_search import PassageRanking, rank_passages
 from kag.knowledge.rerank import Reranker, check_reranker, rerank_hits
 from kag.knowledge.retrievers import CallableRetriever, Retriever, call_retriever
-from kag.knowledge.tool import KnowledgeTool, render_context
+from kag.knowledge.tool import KnowledgeTool, render_context, tool_name_for
+from kag.knowledge.vector_index import VectorIndex
 from kag.query.filters import validate_filter
-from kag.rag.embedders import Embedder, as_embedder, embed_query
+from kag.rag.embedders import Embedder, HashEmbedder, as_embedder, embed_query
 from kag.rag.loaders import AutoLoader, Source
 from kag.rag.splitter import RecursiveCharacterSplitter
-from kag.ranking.fusion import hybrid_scores, min_max_normalize, mmr
+from kag.rag.vectorstores import VectorStoreRetriever
 from kag.validation import check_finite, check_k, check_threshold
 
 if TYPE_CHECKING:
@@ -107,7 +116,7 @@ class Knowledge:
         splitter: chunking (default ``RecursiveCharacterSplitter(1000, 150)``).
         loader: source loading (default ``AutoLoader()``).
         where: a metadata filter every search is confined to.
-        context_max_chars: bound of the text rendered for tools and answers.
+        context_max_chars: bound of the text rendered for tools and answers (12,000 by default).
         mode: passage ranking, ``"hybrid"``, ``"vector"`` or ``"keyword"``.
         alpha: weight of the vector score in hybrid mode.
         mmr_lambda: when set, re-rank the top ``fetch_k`` with MMR (1.0 = relevance only).
@@ -115,6 +124,8 @@ class Knowledge:
         score_threshold: drop hits scoring below it (keyword mode: raw keyword scores).
         facts: include facts from the typed graph in search results.
         passage_store: override where passages are kept (default: next to the graph store).
+        store: a ``VectorStore`` kag indexes into and searches (managed vector knowledge; with
+            ``embedder``, ``HashEmbedder()`` by default, ``splitter`` and ``loader``).
     """
 
     def __init__(
@@ -130,7 +141,7 @@ class Knowledge:
         splitter: RecursiveCharacterSplitter | None = None,
         loader: AutoLoader | None = None,
         where: Mapping[str, Any] | None = None,
-        context_max_chars: int = 6000,
+        context_max_chars: int = 12_000,
         mode: SearchMode = "hybrid",
         alpha: float = 0.5,
         mmr_lambda: float | None = None,
@@ -140,9 +151,26 @@ class Knowledge:
         passage_store: PassageStore | None = None,
         pending_sources: Source | Iterable[Source] | None = None,
         knowledge_base_factory: KnowledgeBaseFactory | None = None,
+        store: Any = None,
     ) -> None:
         retriever: Any = None
-        if isinstance(knowledge_base, KnowledgeBase):
+        vector: VectorIndex | None = None
+        if store is not None:
+            if knowledge_base is not None or knowledge_base_factory is not None or passage_store is not None:
+                raise ConfigError(
+                    "store= (a VectorStore) makes kag index into that store: give no knowledge base, "
+                    "retriever or passage_store with it."
+                )
+            query_embedder = as_embedder(embedder) if embedder is not None else HashEmbedder()
+            retriever = VectorStoreRetriever(store, query_embedder)
+            vector = VectorIndex(
+                store,
+                query_embedder,
+                splitter if splitter is not None else RecursiveCharacterSplitter(1000, 150),
+                loader if loader is not None else AutoLoader(),
+            )
+            embedder = None
+        elif isinstance(knowledge_base, KnowledgeBase):
             if embedder is not None or knowledge_base_factory is not None:
                 raise ConfigError(
                     "a KnowledgeBase brings its own embedder: give embedder= to KnowledgeBase(...), "
@@ -177,7 +205,7 @@ class Knowledge:
             validate_filter(where)
         except InvalidInputError as exc:
             raise ConfigError(f"invalid knowledge scope `where`: {exc}") from exc
-        if retriever is not None:
+        if retriever is not None and vector is None:
             given = {
                 "sources": sources if sources is not None else pending_sources,
                 "embedder": embedder,
@@ -192,6 +220,7 @@ class Knowledge:
                     "retriever; use create_knowledge('memory') or a KnowledgeBase for managed knowledge."
                 )
         self.retriever: Any = retriever
+        self.vector_index: VectorIndex | None = vector
         self.name = name
         self.description = description
         self.default_k = default_k
@@ -254,16 +283,16 @@ class Knowledge:
 
     @property
     def managed(self) -> bool:
-        """True when kag owns the index (a knowledge base), False for retrieval-only knowledge."""
-        return self.retriever is None
+        """True when kag owns the index (a knowledge base or a ``VectorStore``), False for retrieval-only knowledge."""
+        return self.retriever is None or self.vector_index is not None
 
     @property
     def tool_name(self) -> str:
-        """The name of the search tool: ``search_<name>``."""
-        return f"search_{self.name}"
+        """The name of the search tool: ``search_<name>``, sanitized deterministically (see ``tool_name_for``)."""
+        return tool_name_for(self.name)
 
     def _require_managed(self, operation: str) -> None:
-        if self.retriever is not None:
+        if not self.managed:
             raise UnsupportedKnowledgeOperationError(
                 f"knowledge '{self.name}' is retrieval-only (over {self.retriever!r}), so {operation}() is not "
                 "available: manage the documents in that system, or create managed knowledge with "
@@ -272,6 +301,11 @@ class Knowledge:
 
     def _part(self, value: Any, what: str) -> Any:
         self._require_managed(what)
+        if self.vector_index is not None:
+            raise UnsupportedKnowledgeOperationError(
+                f"knowledge '{self.name}' keeps its passages in {self.vector_index.store!r} (a VectorStore); "
+                f"it has no .{what}: use .vector_index.store."
+            )
         if value is None:
             raise ConfigError(
                 f"knowledge '{self.name}' learns its embedder's dimensions on first use: "
@@ -323,7 +357,7 @@ class Knowledge:
         return list(self._sources)
 
     async def _ensure_schema(self) -> None:
-        if self.retriever is not None:
+        if self.retriever is not None:  # retrieval-only, or a VectorStore (it needs no schema)
             return
         if self._kb is None:  # the embedder's dimensions were unknown: learn them, then build the base
             ensure = getattr(self._embedder, "ensure_dimensions", None)
@@ -343,7 +377,7 @@ class Knowledge:
         """
         async with self._lock:
             await self._ensure_schema()
-            if not self._staged or self.retriever is not None:
+            if not self._staged or not self.managed:
                 return IndexReport()
             staged, self._staged = self._staged, []
             try:
@@ -393,21 +427,12 @@ class Knowledge:
         progress: Progress | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> IndexReport:
+        if self.vector_index is not None:
+            items, report = await self.vector_index.load(sources, metadata)
+            report += await self.vector_index.index(items)
+            return report
         docs, errors = await load_sources(self.loader, sources)
-        if metadata:  # added to each loaded document's own metadata (same ids: ids hash source and text)
-            docs = [
-                dataclasses.replace(
-                    item,
-                    document=Document(
-                        id=item.document.id,
-                        text=item.document.text,
-                        source=item.document.source,
-                        metadata={**item.document.metadata, **metadata},
-                        mime_type=item.document.mime_type,
-                    ),
-                )
-                for item in docs
-            ]
+        docs = with_metadata(docs, metadata)  # added to each document's own metadata (ids hash source and text)
         matcher = await build_matcher(self.store, self.kb.schema)
         report = await self.indexer.index(docs, matcher, progress)
         if report.deleted:
@@ -441,33 +466,53 @@ class Knowledge:
             return await self._index_sources(items, progress, metadata)
 
     async def add_text(
-        self, text: str, *, source: str = "text", metadata: Mapping[str, Any] | None = None
+        self, text: str, *, source: str | None = None, metadata: Mapping[str, Any] | None = None
     ) -> IndexReport:
-        """Index one text now (``metadata`` is filterable; ``source`` labels it in results)."""
+        """Index one text now (``metadata`` is filterable; ``source`` labels it in results, ``"text"`` when None)."""
         self._require_managed("add_text")
         if not isinstance(text, str) or not text.strip():
             raise InvalidInputError("add_text() needs a non-empty str.")
-        doc = Document.from_text(text, source=source, metadata=dict(metadata or {}))
+        label = "text" if source is None else source
+        doc = Document.from_text(text, source=label, metadata=dict(metadata or {}))
         await self.ready()
         async with self._lock:
+            item = LoadedDocument(doc, label, "text" if source is None else "document")
+            if self.vector_index is not None:
+                return await self.vector_index.index([item])
             matcher = await build_matcher(self.store, self.kb.schema)
-            return await self.indexer.index([LoadedDocument(doc, source, "text")], matcher)
+            return await self.indexer.index([item], matcher)
+
+    @overload
+    async def upsert(  # type: ignore[overload-overlap]  # documents only: a report
+        self, items: Document | Sequence[Document], *, link: bool = True
+    ) -> IndexReport: ...
+
+    @overload
+    async def upsert(
+        self, items: Iterable[Entity | Relation | Document] | Entity | Relation, *, link: bool = True
+    ) -> dict[str, int]: ...
 
     async def upsert(
         self, items: Iterable[Entity | Relation | Document] | Entity | Relation | Document, *, link: bool = True
-    ) -> dict[str, int]:
-        """Upsert entities and relations into the knowledge base, and index ``Document``s.
+    ) -> IndexReport | dict[str, int]:
+        """Index ``Document``s (an :class:`IndexReport`), or upsert entities and relations (a dict of counts).
 
-        With ``link=True`` the stored chunks are scanned for the upserted entities'
-        names and linked with ``MENTIONS`` (``result["mentions"]`` counts the links).
-        A ``Document`` replaces the stored documents with the same ``source``
-        (``result["documents"]``, ``["chunks"]`` written, ``["replaced"]`` removed);
-        the same document twice is skipped.
+        A ``Document`` replaces the stored documents with the same non-empty ``source``
+        (``report.deleted`` counts them); the same document twice is skipped. Entities and
+        relations go to the knowledge base; with ``link=True`` the stored chunks are scanned
+        for the upserted entities' names and linked with ``MENTIONS`` (``result["mentions"]``).
+        A batch mixing both returns the dict, with ``documents``, ``chunks``, ``skipped`` and
+        ``replaced`` for its documents.
         """
         self._require_managed("upsert")
         batch = [items] if isinstance(items, Entity | Relation | Document) else list(items)
         documents = [item for item in batch if isinstance(item, Document)]
         models = [item for item in batch if not isinstance(item, Document)]
+        if models and self.vector_index is not None:
+            raise UnsupportedKnowledgeOperationError(
+                f"knowledge '{self.name}' indexes passages into a VectorStore; entities and relations need a "
+                "graph backend (create_knowledge('memory'), 'sqlite' or 'neo4j')."
+            )
         await self.ready()
         async with self._lock:
             result: dict[str, int] = {}
@@ -478,20 +523,28 @@ class Knowledge:
                     entities, _ = self.kb.records(models)
                     matcher = EntityMatcher((e.id, e.label, names_of(e)) for e in entities)
                     result["mentions"] = await self.indexer.relink(matcher)
-            if documents:
-                result.update(await self._upsert_documents(documents))
+            if not documents:
+                return result
+            report = await self._upsert_documents(documents)
+            if not models:
+                return report
+            result.update(
+                documents=report.documents, chunks=report.chunks, skipped=report.skipped, replaced=report.deleted
+            )
             return result
 
-    async def _upsert_documents(self, documents: Sequence[Document]) -> dict[str, int]:
+    async def _upsert_documents(self, documents: Sequence[Document]) -> IndexReport:
+        items = [LoadedDocument(d, d.source, "document") for d in documents]
+        if self.vector_index is not None:
+            return await self.vector_index.index(items)
         matcher = await build_matcher(self.store, self.kb.schema)
-        report = await self.indexer.index([LoadedDocument(d, d.source, "document") for d in documents], matcher)
-        keep = {d.id for d in documents}
-        same_source = await self.store.list_documents(sources=sorted({d.source for d in documents}))
-        stale = [d.id for d in same_source if d.id not in keep]
-        replaced = await self.store.delete_documents(stale) if stale else 0
-        if replaced or report.deleted:
+        report = await self.indexer.index(items, matcher)
+        stale = await stale_versions(self.store, items)
+        if stale:
+            report.deleted += await self.store.delete_documents([d.id for d in stale])
+        if report.deleted:
             self._retracted()
-        return {"documents": report.documents, "chunks": report.chunks, "skipped": report.skipped, "replaced": replaced}
+        return report
 
     async def delete(
         self,
@@ -499,50 +552,46 @@ class Knowledge:
         *,
         ids: Iterable[str] | None = None,
         document_ids: Iterable[str] | None = None,
+        where: Mapping[str, Any] | None = None,
         sources: Iterable[str] | None = None,
     ) -> int:
-        """Delete documents (by id ``doc_...``, source or added path/URL) and entities or relations.
+        """Delete what any selector names: chunk/document ids, sources, a metadata filter, entities, relations.
 
-        ``refs`` and ``ids`` are sorted by their form (``doc_``: document, ``e_``/``r_``: graph
-        ids, else a source); ``document_ids`` and ``sources`` say what they are. Returns how
-        many documents, entities and relations existed.
+        ``refs`` and ``ids`` are sorted by their form (``chk_``: chunk, ``doc_``: document,
+        ``e_``/``r_``: graph ids, else a source); ``document_ids``, ``sources`` and ``where``
+        (a metadata filter, as in search) say what they are. On a graph backend documents
+        are the unit, so a chunk id or a ``where`` match deletes the whole documents they
+        belong to; the count is of documents, entities and relations. Knowledge over a
+        ``VectorStore`` deletes chunks and counts them.
 
         A deleted document takes its chunks and their MENTIONS with it, and its chunks leave the
         provenance of every entity and relation: those left without provenance that were never
         upserted directly (extracted only from it) are deleted too; the others are kept.
         """
         self._require_managed("delete")
+        if where is not None:
+            validate_filter(where)
         items: list[str | Entity | Relation] = (
             [] if refs is None else [refs] if isinstance(refs, str | Entity | Relation) else list(refs)
         )
-        for group in (ids, document_ids):
-            items.extend([group] if isinstance(group, str) else list(group or ()))
-        named_sources = [sources] if isinstance(sources, str) else list(sources or ())
+        items.extend([ids] if isinstance(ids, str) else list(ids or ()))
+        doc_ids = [document_ids] if isinstance(document_ids, str) else list(document_ids or ())
+        named_sources = [sources] if isinstance(sources, str) else [str(s) for s in sources or ()]
+        graph_ids, chunk_ids = sort_refs(items, doc_ids, named_sources, chunks_only=self.vector_index is not None)
         await self.ready()
         async with self._lock:
-            graph_ids: list[str] = []
-            doc_ids: list[str] = []
-            source_refs: list[str] = [str(s) for s in named_sources]
-            for item in items:
-                if isinstance(item, Entity | Relation):
-                    graph_ids.append(item.id)
-                elif not isinstance(item, str):
-                    raise InvalidInputError(f"delete() takes ids, sources or models, got {type(item).__name__}.")
-                elif item.startswith("doc_"):
-                    doc_ids.append(item)
-                elif item.startswith(("e_", "r_")):
-                    graph_ids.append(item)
-                else:
-                    source_refs.append(item)
-            if source_refs:
-                keys = set(source_refs)
-                for src in source_refs:
-                    with contextlib.suppress(OSError, ValueError, RuntimeError):
-                        keys.add(str(Path(src).expanduser().resolve()))
-                listed = await self.store.list_documents(sources=sorted(keys))
-                listed += await self.store.list_documents(origins=sorted(keys))
-                doc_ids.extend(d.id for d in listed)
+            if self.vector_index is not None:
+                if graph_ids:
+                    raise InvalidInputError("knowledge over a VectorStore holds no entities or relations to delete.")
+                return await self.vector_index.delete(
+                    ids=chunk_ids, document_ids=doc_ids, where=where, sources=named_sources
+                )
+            if named_sources:
+                keys = source_keys(named_sources)
                 self._sources = [s for s in self._sources if not (isinstance(s, str | Path) and str(s) in keys)]
+            doc_ids.extend(
+                await documents_matching(self.store, chunk_ids=chunk_ids, sources=named_sources, where=where)
+            )
             deleted = await self.store.delete_documents(list(dict.fromkeys(doc_ids))) if doc_ids else 0
             if deleted:
                 self._retracted()
@@ -551,49 +600,66 @@ class Knowledge:
                 self.fact_finder.invalidate()
             return deleted
 
-    async def refresh(self, *, delete_missing: bool = False) -> IndexReport:
-        """Re-load file and directory sources and re-index the documents whose content changed.
+    async def refresh(
+        self,
+        sources: Source | Iterable[Source] | None = None,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        delete_missing: bool = False,
+    ) -> IndexReport:
+        """Re-index a desired set of sources; with ``delete_missing=True`` remove every source not in it.
 
-        Unchanged documents are skipped (their id is a content hash). Documents
-        whose file is gone (or no longer in its directory) are deleted with
-        ``delete_missing=True``, else kept and reported in ``errors``. URLs are
-        not re-fetched.
+        Unchanged documents are skipped (ids hash source and text), a changed file, URL or
+        ``Document`` source replaces its earlier version, and ``metadata`` is added to each
+        loaded document. Use ``delete_missing=True`` only when ``sources`` is the complete
+        corpus of this knowledge: stored sources omitted from the call are deleted (nothing
+        is deleted when a source fails to load). Without ``sources`` the file and directory
+        sources already stored are re-loaded (files gone: deleted with ``delete_missing``,
+        else reported in ``errors``); URLs are not re-fetched then.
         """
         self._require_managed("refresh")
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise InvalidInputError(f"refresh() metadata must be a dict, got {type(metadata).__name__}.")
+        wanted = None if sources is None else as_sources(sources)
+        for item in wanted or ():
+            origin_of(item)
         await self.ready()
         async with self._lock:
-            stored = await self.store.list_documents()
-            origins = sorted({d.origin for d in stored if d.origin_kind == "path"})
-            matcher = await build_matcher(self.store, self.kb.schema)
-            report = IndexReport()
-            for origin in origins:
-                mine = [d for d in stored if d.origin == origin]
-                if not Path(origin).exists():
-                    if delete_missing:
-                        report.deleted += await self.store.delete_documents([d.id for d in mine])
-                    else:
-                        report.errors.append(
-                            failure(origin, f"{origin} is gone; refresh(delete_missing=True) removes its documents.")
-                        )
-                    continue
-                loaded, errors = await load_sources(self.loader, [Path(origin)])
-                report.errors.extend(errors)
-                report += await self.indexer.index(loaded, matcher)
-                present = {item.document.source for item in loaded}
-                gone = [d for d in mine if d.source not in present]
-                if gone and delete_missing:
-                    report.deleted += await self.store.delete_documents([d.id for d in gone])
-                elif gone:
-                    report.errors.extend(
-                        failure(d.source, f"{d.source} is gone; refresh(delete_missing=True) removes it.") for d in gone
-                    )
-            if report.deleted:
-                self._retracted()
+            if wanted is None:
+                wanted = [s for s in self._sources if isinstance(s, str | Path)]
+                if self.vector_index is None:
+                    matcher = await build_matcher(self.store, self.kb.schema)
+                    report = await refresh_stored(self.store, self.indexer, self.loader, matcher, delete_missing)
+                    if report.deleted:
+                        self._retracted()
+                    return report
+            if self.vector_index is not None:
+                report = await self.vector_index.refresh(wanted, metadata, delete_missing)
+            else:
+                loaded, errors = await load_sources(self.loader, wanted)
+                matcher = await build_matcher(self.store, self.kb.schema)
+                report = await refresh_desired(
+                    self.store,
+                    self.indexer,
+                    matcher,
+                    with_metadata(loaded, metadata),
+                    IndexReport(errors=list(errors)),
+                    delete_missing,
+                )
+                if report.deleted:
+                    self._retracted()
+            self._sources = list(wanted) if delete_missing else [*self._sources, *wanted]
             return report
 
-    async def sync_sources(self, *, delete_missing: bool = False) -> IndexReport:
+    async def sync_sources(
+        self,
+        sources: Source | Iterable[Source] | None = None,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        delete_missing: bool = False,
+    ) -> IndexReport:
         """Another name of :meth:`refresh`."""
-        return await self.refresh(delete_missing=delete_missing)
+        return await self.refresh(sources, metadata=metadata, delete_missing=delete_missing)
 
     def _retracted(self) -> None:
         # deleted documents retract provenance: extracted entities and relations may be gone
@@ -616,6 +682,8 @@ class Knowledge:
         """Entity/relation counts of the knowledge base plus ``documents``, ``chunks``, ``mentions``."""
         self._require_managed("counts")
         await self.ready()
+        if self.vector_index is not None:
+            return {"sources": len(await self.vector_index.store.list_sources())}
         return {**await self.kb.counts(), **await self.store.counts()}
 
     def scope(self, where: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
@@ -657,6 +725,9 @@ class Knowledge:
             raise InvalidInputError("search() needs a non-empty query string.")
         k = self.default_k if k is None else k
         check_k(k, minimum=0)
+        if self.vector_index is not None:  # kag's filters reach the store: the scope is ANDed, as on a graph
+            await self.ready()
+            return _ranked(await self._retrieve_external(query, k, self.scope(where)))
         if self.retriever is not None:
             hits = await self._retrieve_external(query, k, self._retriever_scope(where))
             return _ranked(hits)
@@ -702,49 +773,14 @@ class Knowledge:
         mode: str,
         candidates: int | None = None,
     ) -> list[SearchHit]:
-        fetch = max(self.fetch_k, k)
-        want = fetch if self.mmr_lambda is not None else k
-        if mode == "vector":
-            assert qvec is not None
-            rows = await self.store.vector_search(qvec, want, scope, candidates=candidates)
-            scored = [(r, r.score) for r in rows]
-        elif mode == "keyword":
-            rows = await self.store.keyword_search(query, want, scope)
-            scored = [(r, r.score) for r in rows]
-        else:
-            assert qvec is not None
-            vrows = await self.store.vector_search(qvec, fetch, scope, candidates=candidates)
-            krows = await self.store.keyword_search(query, fetch, scope)
-            by_id = {r.chunk_id: r for r in vrows}
-            missing = [r.chunk_id for r in krows if r.chunk_id not in by_id]
-            if missing:  # exact vector scores for keyword-only candidates
-                by_id.update(
-                    {r.chunk_id: r for r in await self.store.vector_search(qvec, len(missing), scope, missing)}
-                )
-            keyword = {r.chunk_id: r.score for r in krows}
-            fused = hybrid_scores({cid: row.score for cid, row in by_id.items()}, keyword, alpha=self.alpha)
-            scored = [(by_id[cid], s) for cid, s in fused if cid in by_id]
-        scored = [(r, s) for r, s in scored if s >= self.score_threshold]
-        if self.mmr_lambda is not None and len(scored) > 1:
-            scored = await self._mmr(qvec, scored, k, mode)
-        return [_passage_hit(r, s) for r, s in scored[:k]]
-
-    async def _mmr(
-        self, qvec: np.ndarray | None, scored: list[tuple[PassageRow, float]], k: int, mode: str
-    ) -> list[tuple[PassageRow, float]]:
-        assert self.mmr_lambda is not None
-        vectors = await self.store.chunk_vectors([r.chunk_id for r, _ in scored])
-        scored = [(r, s) for r, s in scored if r.chunk_id in vectors]
-        if not scored:
-            return []
-        ids = [r.chunk_id for r, _ in scored]
-        matrix = np.stack([vectors[i] for i in ids])
-        relevance = [s for _, s in scored]
-        if mode == "keyword":  # raw keyword scores: bring them to [0, 1] like the similarities
-            norm = min_max_normalize(dict(zip(ids, relevance, strict=True)))
-            relevance = [norm[i] for i in ids]
-        picked = mmr(qvec, matrix, relevance, k=k, mmr_lambda=self.mmr_lambda, ids=ids)
-        return [scored[i] for i in picked]
+        ranking = PassageRanking(
+            mode=mode,
+            alpha=self.alpha,
+            fetch_k=self.fetch_k,
+            mmr_lambda=self.mmr_lambda,
+            score_threshold=self.score_threshold,
+        )
+        return await rank_passages(self.store, ranking, query, qvec, k, scope, candidates)
 
     # -- tools and answers ----------------------------------------------------
     async def context(self, query: str, k: int | None = None, where: Mapping[str, Any] | None = None) -> str:
@@ -807,19 +843,6 @@ def _dimensions_known(embedder: Any) -> bool:
 
 def _ranked(hits: Sequence[SearchHit]) -> list[SearchHit]:
     return [dataclasses.replace(hit, rank=i) for i, hit in enumerate(hits, start=1)]
-
-
-def _passage_hit(row: PassageRow, score: float) -> SearchHit:
-    return SearchHit(
-        kind="passage",
-        text=row.text,
-        score=float(score),
-        source=row.source,
-        ids=(row.chunk_id, row.document_id),
-        metadata=dict(row.metadata),
-        mentions=row.mentions,
-        title=row.title,
-    )
 
 
 class KnowledgeSync(SyncFacade[Knowledge]):

@@ -24,30 +24,20 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Awaitable, Sequence
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from kag.errors import ConfigError, InvalidInputError
 from kag.knowledge.hits import SearchHit
 from kag.rag.embedders import Embedder, HashEmbedder, check_matrix, embed_query
+from kag.rag.protocols import Reranker
 from kag.ranking.bm25 import BM25Index
 from kag.ranking.fusion import max_normalize, min_max_normalize
 from kag.validation import check_threshold
 
 __all__ = ["EmbeddingReranker", "LexicalReranker", "Reranker", "rerank_hits"]
-
-
-@runtime_checkable
-class Reranker(Protocol):
-    """Reorders hits for a query: ``rerank(query, hits, *, k) -> hits`` (sync or async)."""
-
-    def rerank(
-        self, query: str, hits: Sequence[SearchHit], *, k: int
-    ) -> Sequence[SearchHit] | Awaitable[Sequence[SearchHit]]:
-        """The hits to keep (at most ``k``), best first."""
-        ...
 
 
 def check_reranker(reranker: Any) -> None:

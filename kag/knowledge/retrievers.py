@@ -15,28 +15,18 @@ needs ``text``, ``content`` or ``page_content`` (``score``, ``source``, ``title`
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from kag.datamodels.documents import Chunk, Document
 from kag.errors import ConfigError, InvalidInputError
 from kag.knowledge.hits import SearchHit
+from kag.rag.protocols import Retriever
 
 __all__ = ["CallableRetriever", "Retriever", "as_hit", "as_hits", "call_retriever"]
 
 _TEXT_KEYS = ("text", "content", "page_content")
 _READ_KEYS = {"score", "source", "title", "id", "chunk_id", "document_id", "kind", "metadata", "rank", *_TEXT_KEYS}
-
-
-@runtime_checkable
-class Retriever(Protocol):
-    """The smallest knowledge source: ``retrieve(query, *, k=5, where=None)`` (sync or async)."""
-
-    def retrieve(
-        self, query: str, *, k: int = 5, where: Mapping[str, Any] | None = None
-    ) -> Sequence[Any] | Awaitable[Sequence[Any]]:
-        """Up to ``k`` results for ``query``, best first, optionally filtered by ``where``."""
-        ...
 
 
 def _number(value: Any, what: str) -> float | None:

@@ -111,6 +111,21 @@ def render_context(name: str, query: str, hits: Sequence[SearchHit], max_chars: 
     return RenderedContext("".join(parts), out, truncated)
 
 
+_UNSAFE = re.compile(r"[^a-z0-9_]+")
+_TOOL_NAME_MAX = 64
+
+
+def tool_name_for(name: str) -> str:
+    """``search_<sanitized name>``: runs outside ``[a-z0-9_]`` of the lower-cased name become ``_``, at most
+    64 characters (an over-long name keeps a short hash of itself, so different names stay distinct)."""
+    clean = _UNSAFE.sub("_", name.strip().lower()).strip("_") or "knowledge"
+    tool = f"search_{clean}"
+    if len(tool) > _TOOL_NAME_MAX:
+        digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:8]
+        tool = tool[: _TOOL_NAME_MAX - 9] + "_" + digest
+    return tool
+
+
 class KnowledgeTool:
     """``search_<name>(query, k, where)`` for function-calling language models.
 
@@ -136,7 +151,7 @@ class KnowledgeTool:
     ) -> None:
         check_k(max_k, name="max_k")
         self.knowledge = knowledge
-        self.name = name or f"search_{knowledge.name}"
+        self.name = name or tool_name_for(knowledge.name)
         self.max_k = max_k
         self.strict = strict
         about = f": {knowledge.description.strip()}" if knowledge.description.strip() else ""
@@ -161,7 +176,7 @@ class KnowledgeTool:
                 "query": {"type": "string", "description": "What to look for (a question or keywords)."},
                 "k": {
                     "type": ["integer", "null"],
-                    "description": f"Results per kind, 1 to {max_k}; null for 5.",
+                    "description": f"Results per kind, 1 to {max_k}; null for {getattr(knowledge, 'default_k', 5)}.",
                 },
                 "where": where_schema,
             },
@@ -186,7 +201,8 @@ class KnowledgeTool:
 
     def _arguments(self, k: Any, where: Any) -> tuple[int, dict[str, Any] | None]:
         if k is None:
-            k = 5
+            default = getattr(self.knowledge, "default_k", 5)
+            k = default if isinstance(default, int) and not isinstance(default, bool) and default > 0 else 5
         if isinstance(k, bool) or not isinstance(k, int):
             raise InvalidInputError(f"k must be an integer or null, got {k!r}.")
         k = min(max(k, 1), self.max_k)

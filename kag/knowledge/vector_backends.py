@@ -1,10 +1,13 @@
-"""``vector_knowledge(backend, **options)``: retrieval-only ``Knowledge`` over vector stores and existing indexes.
+"""``vector_knowledge(backend, **options)``: ``Knowledge`` over a caller's vector store or existing index.
 
 Backends:
 
-* ``"vector"``: ``store=`` (any :class:`~kag.rag.vectorstores.VectorStore`, e.g.
-  ``InMemoryVectorStore`` or ``SQLiteVectorStore``) searched with ``embedder=``
-  (``HashEmbedder()`` when omitted: it must be the embedder that filled the store);
+* ``"vector"``: managed: kag loads, splits and embeds ``sources`` (and later
+  ``add``/``upsert``/``delete``/``refresh`` calls) into ``store=`` (any
+  :class:`~kag.rag.vectorstores.VectorStore`, e.g. ``InMemoryVectorStore`` or
+  ``SQLiteVectorStore``) through the protocol's methods, with ``embedder=``
+  (``HashEmbedder()`` when omitted), ``splitter=`` and ``loader=``; searches are
+  exact vector searches of the store (``mode`` may only be ``"vector"``);
 * ``"chroma"``: ``collection=`` (or ``client=`` plus ``collection_name=``),
   ``embedder=`` optional when the collection has its own embedding function;
   ``text_key``, ``source_key``, ``filter_converter``;
@@ -17,8 +20,9 @@ Common options go to :class:`~kag.knowledge.knowledge.Knowledge`: ``name``,
 ``description``, ``default_k``, ``reranker``, ``where`` (a scope ANDed with every
 search filter), ``context_max_chars``; ``score_threshold`` is applied by the
 retriever. Local ranking controls (``mode``, ``alpha``, ``fetch_k``,
-``mmr_lambda``) and ingestion options (``sources``, ``loader``, ``splitter``)
-are refused: these backends search exactly what the index returns.
+``mmr_lambda``) are refused by every one of these backends, and ingestion options
+(``sources``, ``loader``, ``splitter``) by the retrieval-only ones: they search
+exactly what the index returns, and kag does not write into an index it does not own.
 """
 
 from __future__ import annotations
@@ -28,9 +32,7 @@ from typing import Any
 
 from kag.errors import VectorBackendConfigError
 from kag.knowledge.knowledge import Knowledge
-from kag.rag.embedders import HashEmbedder
 from kag.rag.vector_adapters import ChromaRetriever, PineconeRetriever, QdrantRetriever
-from kag.rag.vectorstores import VectorStoreRetriever
 
 __all__ = ["VECTOR_BACKENDS", "vector_knowledge"]
 
@@ -46,8 +48,9 @@ _LOCAL_CONTROLS = (
     "loader",
     "splitter",
 )
+_INGESTION = ("sources", "pending_sources", "loader", "splitter")
 _OPTIONS: dict[str, tuple[str, ...]] = {
-    "vector": ("store", "embedder", "score_threshold"),
+    "vector": ("store", "embedder", "score_threshold", *_INGESTION),
     "chroma": (
         "collection",
         "client",
@@ -74,18 +77,6 @@ VECTOR_BACKENDS = tuple(_OPTIONS)
 
 
 def _retriever(backend: str, options: Mapping[str, Any]) -> Any:
-    if backend == "vector":
-        if options.get("store") is None:
-            raise VectorBackendConfigError(
-                "backend 'vector' needs store= (a VectorStore such as InMemoryVectorStore() or "
-                "SQLiteVectorStore(path))."
-            )
-        embedder = options.get("embedder")
-        return VectorStoreRetriever(
-            options["store"],
-            embedder if embedder is not None else HashEmbedder(),
-            score_threshold=options.get("score_threshold"),
-        )
     keys = {k: options[k] for k in ("text_key", "source_key", "filter_converter", "score_threshold") if k in options}
     if backend == "chroma":
         collection = options.get("collection")
@@ -133,18 +124,36 @@ def vector_knowledge(backend: str, **options: Any) -> Knowledge:
     """
     if backend not in _OPTIONS:
         raise VectorBackendConfigError(f"unknown vector backend {backend!r}; use one of {', '.join(VECTOR_BACKENDS)}.")
-    refused = sorted(k for k in options if k in _LOCAL_CONTROLS and options[k] is not None)
+    if backend == "vector" and options.get("mode") == "vector":
+        options = {k: v for k, v in options.items() if k != "mode"}  # the only ranking a VectorStore offers
+    allowed = set(_OPTIONS[backend]) | set(_COMMON)
+    refused = sorted(k for k in options if k in _LOCAL_CONTROLS and k not in allowed and options[k] is not None)
     if refused:
         raise VectorBackendConfigError(
             f"backend {backend!r} searches an index kag does not manage, so {', '.join(refused)} cannot be used; "
             "index documents through the store or database itself, and drop the local ranking controls."
         )
-    allowed = set(_OPTIONS[backend]) | set(_COMMON)
     unknown = sorted(k for k in options if k not in allowed and k not in _LOCAL_CONTROLS)
     if unknown:
         raise VectorBackendConfigError(
             f"backend {backend!r} does not take {', '.join(unknown)}; it accepts {', '.join(sorted(allowed))}."
         )
-    retriever = _retriever(backend, options)
     common = {k: options[k] for k in _COMMON if options.get(k) is not None}
+    if backend == "vector":
+        if options.get("store") is None:
+            raise VectorBackendConfigError(
+                "backend 'vector' needs store= (a VectorStore such as InMemoryVectorStore() or "
+                "SQLiteVectorStore(path))."
+            )
+        managed = {k: options[k] for k in ("embedder", "loader", "splitter", "pending_sources") if k in options}
+        threshold = options.get("score_threshold")
+        return Knowledge(
+            None,
+            store=options["store"],
+            sources=options.get("sources"),
+            score_threshold=0.0 if threshold is None else threshold,
+            **managed,
+            **common,
+        )
+    retriever = _retriever(backend, options)
     return Knowledge(retriever, **common)

@@ -90,7 +90,7 @@ class KnowledgeRetriever(Module):
         entity_models: Sequence[type[Entity]] | None = None,
         relation_models: Sequence[type[Relation]] | None = None,
         k: int = 10,
-        threshold: float = 0.7,
+        threshold: float = 0.8,
         prompt_template: str | None = None,
         examples: Sequence[Example] | None = None,
         instructions: str | Sequence[str] | None = None,
@@ -164,6 +164,11 @@ class KnowledgeRetriever(Module):
                 raise ConfigError(f"examples[{i}] holds a search that cannot run here: {exc}") from exc
             self.examples.append((json.loads(json.dumps(dict(example_in), default=str)), dict(example_out)))
         self._output_models: dict[tuple[type[BaseModel], ...], type[BaseModel]] = {}
+
+    @property
+    def schema(self) -> dict[str, Any]:
+        """The JSON schema the language model fills (another name of ``search_schema``)."""
+        return self.search_schema
 
     def _check_subset(self, kb_schema: GraphSchema) -> None:
         for label, model in self.graph_schema.entities.items():
@@ -311,7 +316,7 @@ class KnowledgeRetriever(Module):
             entity_models=[import_object(p, Entity, custom) for p in config.get("entity_models", [])],
             relation_models=[import_object(p, Relation, custom) for p in config.get("relation_models", [])],
             k=int(config.get("k", 10)),
-            threshold=float(config.get("threshold", 0.7)),
+            threshold=float(config.get("threshold", 0.8)),
             return_inputs=bool(config.get("return_inputs", True)),
             return_query=bool(config.get("return_query", True)),
             max_hops=int(config.get("max_hops", 1)),

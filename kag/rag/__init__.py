@@ -1,13 +1,22 @@
-"""Retrieval-augmented generation building blocks: loaders, splitting, embedding, ranking, filters."""
+"""Retrieval-augmented generation building blocks: loaders, splitting, embedding, ranking, filters.
 
+The extension protocols (``Loader``, ``Splitter``, ``Embedder``, ``VectorStore``,
+``AtomicVectorStore``, ``Retriever``, ``Reranker``) are structural and runtime-checkable.
+``CallableRetriever``, ``Knowledge`` and ``create_knowledge`` live one layer up (``kag``,
+``kag.knowledge``): they normalize results into ``SearchHit`` values.
+"""
+
+from kag.datamodels.documents import Chunk, Document
 from kag.query.filters import compile_cypher, compile_matcher, flatten_metadata, matches, validate_filter
 from kag.rag.combined_embedder import CombinedEmbedder
-from kag.rag.embedders import CallableEmbedder, Embedder, HashEmbedder
+from kag.rag.embedders import CallableEmbedder, DocumentQueryEmbedder, Embedder, HashEmbedder
 from kag.rag.evaluation import recall_at_k, reciprocal_rank
-from kag.rag.loaders import AutoLoader, LoadFailure, LoadResult
+from kag.rag.loaders import AutoLoader, Loader, LoadFailure, LoadResult
 from kag.rag.onnx_embedder import OnnxEmbedder
 from kag.rag.openai_embedder import OpenAIEmbedder
-from kag.rag.splitter import RecursiveCharacterSplitter
+from kag.rag.protocols import Reranker, Retriever
+from kag.rag.reports import IndexReport
+from kag.rag.splitter import RecursiveCharacterSplitter, Splitter
 from kag.rag.urlsafety import fetch_url, validate_url
 from kag.rag.vector_adapters import ChromaRetriever, PineconeRetriever, QdrantRetriever
 from kag.rag.vectorstores import (
@@ -27,18 +36,26 @@ __all__ = [
     "BM25Index",
     "CallableEmbedder",
     "ChromaRetriever",
+    "Chunk",
     "CombinedEmbedder",
+    "Document",
+    "DocumentQueryEmbedder",
     "Embedder",
     "HashEmbedder",
     "InMemoryVectorStore",
+    "IndexReport",
     "LoadFailure",
     "LoadResult",
+    "Loader",
     "OnnxEmbedder",
     "OpenAIEmbedder",
     "PineconeRetriever",
     "QdrantRetriever",
     "RecursiveCharacterSplitter",
+    "Reranker",
+    "Retriever",
     "SQLiteVectorStore",
+    "Splitter",
     "VectorStore",
     "VectorStoreRetriever",
     "WordLlamaEmbedder",

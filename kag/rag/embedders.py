@@ -267,7 +267,8 @@ def as_embedder(obj: Any, *, dimensions: int | None = None) -> Embedder:
     """
     if isinstance(obj, CallableEmbedder):
         return obj
-    if callable(getattr(obj, "embed", None)) and _has_dimensions(obj):
+    learns = callable(getattr(obj, "ensure_dimensions", None))  # dimensions known after a first call
+    if callable(getattr(obj, "embed", None)) and (_has_dimensions(obj) or learns):
         embedder: Embedder = obj
         return embedder
     if callable(getattr(obj, "embed_documents", None)) and callable(getattr(obj, "embed_query", None)):

@@ -25,14 +25,15 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import logging
 import os
 import re
-from collections.abc import Awaitable, Collection, Iterable, Sequence
+from collections.abc import Awaitable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 from urllib.parse import unquote, urlsplit
 
 from kag.datamodels.documents import Document
@@ -64,6 +65,14 @@ TEXT_EXTENSIONS = {
     ".yaml": "application/yaml",
     ".yml": "application/yaml",
     ".toml": "application/toml",
+    ".jsonl": "application/jsonl",
+    ".ndjson": "application/jsonl",
+    ".tsv": "text/tab-separated-values",
+    ".ini": "text/plain",
+    ".cfg": "text/plain",
+    ".conf": "text/plain",
+    ".properties": "text/plain",
+    ".log": "text/plain",
 }
 PDF_EXTENSION = ".pdf"
 LOADABLE_EXTENSIONS = frozenset([*TEXT_EXTENSIONS, PDF_EXTENSION])
@@ -122,6 +131,9 @@ def decode_bytes(
 ) -> str:
     """Decode ``data`` to text: BOM, declared ``charset``, UTF-8, then the fallbacks.
 
+    UTF-8 with a few malformed bytes (it has valid multi-byte sequences) decodes with
+    replacement characters; bytes without any valid multi-byte sequence try the fallbacks.
+
     Raises ``LoaderError`` naming ``name`` when the bytes look binary or no
     encoding fits.
     """
@@ -138,6 +150,15 @@ def decode_bytes(
     encodings = ["utf-8-sig"]
     if charset:
         encodings.insert(0, charset)
+    if not charset:
+        try:
+            return data.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            damaged = data.decode("utf-8-sig", errors="replace")
+            # valid multi-byte sequences next to a malformed byte: UTF-8 text with damage, kept with
+            # U+FFFD; without any, the high bytes are a single-byte encoding (the fallbacks)
+            if any(ord(ch) > 0x7F and ch != "\ufffd" for ch in damaged):
+                return damaged
     encodings.extend(fallback_encodings)
     for encoding in encodings:
         try:
@@ -249,6 +270,35 @@ def _first_line(text: str) -> str:
 # --------------------------------------------------------------------------- the loader
 
 
+@runtime_checkable
+class Loader(Protocol):
+    """Turns one source (or a list of them) into documents: ``await load(source, *, metadata=None)``."""
+
+    async def load(self, source: Any, *, metadata: Mapping[str, Any] | None = None) -> list[Document]:
+        """The documents of ``source``, ``metadata`` added to each."""
+        ...
+
+
+def format_json(text: str, mime: str) -> str:
+    """JSON (``application/json``) indented, JSON Lines one compact object a line, when it parses; else as is.
+
+    Re-serializing makes the text uniform for splitting and keyword search; it keeps
+    every key and value (non-ASCII characters stay as they are).
+    """
+    if mime == "application/json" or mime.endswith("+json"):
+        try:
+            return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+        except (ValueError, RecursionError):
+            return text
+    if mime in ("application/jsonl", "application/x-ndjson"):
+        try:
+            rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+        except (ValueError, RecursionError):
+            return text
+        return "\n".join(json.dumps(row, ensure_ascii=False) for row in rows)
+    return text
+
+
 class AutoLoader:
     """Loads any mix of sources into ``Document``s (see the module docstring for rules).
 
@@ -290,20 +340,34 @@ class AutoLoader:
     # public API ---------------------------------------------------------------
 
     async def load(
-        self, sources: Source | Iterable[Source], on_error: OnError = "raise"
+        self,
+        sources: Source | Iterable[Source],
+        on_error: OnError = "raise",
+        *,
+        metadata: Mapping[str, Any] | None = None,
     ) -> list[Document]:
         """Load ``sources`` (one or many), in order.
 
         ``on_error="raise"`` raises the first ``LoaderError``; ``"skip"`` logs a
         warning per failure and returns the good documents (use
-        :meth:`load_with_report` to get the failures back).
+        :meth:`load_with_report` to get the failures back). ``metadata`` is added
+        to every document's own metadata (the :class:`Loader` protocol).
         """
         if on_error not in ("raise", "skip"):
             raise InvalidInputError("on_error must be 'raise' or 'skip'.")
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise InvalidInputError(f"metadata must be a mapping, got {type(metadata).__name__}.")
         result = await self._load(sources, fail_fast=on_error == "raise")
         for failure in result.errors:
             logger.warning("skipped source %s: %s", failure.source, failure.error)
-        return result.documents
+        if not metadata:
+            return result.documents
+        return [
+            Document(
+                id=d.id, text=d.text, source=d.source, metadata={**d.metadata, **metadata}, mime_type=d.mime_type
+            )
+            for d in result.documents
+        ]
 
     async def load_with_report(self, sources: Source | Iterable[Source]) -> LoadResult:
         """Load every source it can; return the documents and one failure per bad source."""
@@ -486,6 +550,7 @@ class AutoLoader:
             return pdf_documents(data, source, base)
         text = decode_bytes(data, name, fallback_encodings=self.fallback_encodings)
         mime = TEXT_EXTENSIONS.get(suffix, "text/plain")
+        text = format_json(text, mime)
         title: str | None
         if mime == "text/html":
             text, title = html_to_text(text)
@@ -534,6 +599,8 @@ class AutoLoader:
             mime = "text/html"
         elif mime.startswith("text/"):
             title = find_title(text)
+        else:
+            text = format_json(text, mime)
         if not text.strip():
             raise LoaderError(f"{final}: the response has no text.")
         meta = {**base, "title": title or _url_title(final)}

@@ -52,11 +52,18 @@ class OpenAIEmbedder:
     ``client`` lets callers share an ``httpx.AsyncClient`` (not closed here);
     otherwise a client is opened per ``embed`` call, which keeps the embedder
     usable from any event loop.
+
+    ``OpenAIEmbedder(embedding_client, model="...")`` instead adapts a caller's
+    already configured OpenAI SDK client, sync (``openai.OpenAI``) or async
+    (``openai.AsyncOpenAI``), or any object with ``embeddings.create(model=, input=)``:
+    kag sends the batches through it (its base URL, key and retries are the
+    client's) and checks the vectors as above.
     """
 
     def __init__(
         self,
-        model: str = "text-embedding-3-small",
+        model: Any = None,
+        /,
         base_url: str = OPENAI_BASE_URL,
         api_key: str | None = None,
         dimensions: int | None = None,
@@ -66,7 +73,27 @@ class OpenAIEmbedder:
         client: httpx.AsyncClient | None = None,
         *,
         backoff_base: float = 0.5,
+        **named: Any,
     ) -> None:
+        self._sdk: Any = None
+        if model is not None and not isinstance(model, str):
+            if not callable(getattr(getattr(model, "embeddings", None), "create", None)):
+                raise ConfigError(
+                    f"OpenAIEmbedder takes a model name or an OpenAI client (with embeddings.create), "
+                    f"got {type(model).__name__}."
+                )
+            # OpenAIEmbedder(embedding_client, model="..."): the caller's SDK client comes first
+            self._sdk, model = model, named.pop("model", None)
+            if model is None:
+                raise ConfigError("OpenAIEmbedder(client, model=...) needs the embedding model's name.")
+        elif "model" in named:
+            if model is not None:
+                raise ConfigError("give the model name once: OpenAIEmbedder('name') or OpenAIEmbedder(model='name').")
+            model = named.pop("model")
+        elif model is None:
+            model = "text-embedding-3-small"
+        if named:
+            raise ConfigError(f"OpenAIEmbedder got unexpected arguments: {', '.join(sorted(named))}.")
         if not isinstance(model, str) or not model.strip():
             raise ConfigError("OpenAIEmbedder model must be a non-empty string.")
         if dimensions is not None and (
@@ -88,7 +115,7 @@ class OpenAIEmbedder:
         if parsed.scheme not in ("http", "https") or not parsed.host:
             raise ConfigError(f"OpenAIEmbedder base_url {base_url!r} must be an http(s) URL.")
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        if not key and parsed.host == "api.openai.com":
+        if not key and parsed.host == "api.openai.com" and self._sdk is None:
             raise ConfigError(
                 "OpenAIEmbedder needs an API key for api.openai.com: pass api_key=... or set "
                 "OPENAI_API_KEY."
@@ -167,6 +194,12 @@ class OpenAIEmbedder:
                 raise InvalidInputError(f"text #{i} is {type(text).__name__}, expected str.")
         if not items:
             return np.zeros((0, self._dimensions or 0), dtype=np.float32)
+        if self._sdk is not None:
+            parts = [
+                await self._sdk_batch(items[start : start + self.batch_size])
+                for start in range(0, len(items), self.batch_size)
+            ]
+            return np.concatenate(parts)
         if self._client is not None:
             return await self._embed_all(self._client, items)
         async with httpx.AsyncClient(timeout=self.timeout) as client:
@@ -179,6 +212,26 @@ class OpenAIEmbedder:
         for start in range(0, len(items), self.batch_size):
             parts.append(await self._embed_batch(client, items[start : start + self.batch_size]))
         return np.concatenate(parts)
+
+    async def _sdk_batch(self, batch: list[str]) -> np.ndarray:
+        options: dict[str, Any] = {"model": self.model, "input": [t if t.strip() else " " for t in batch]}
+        if self._requested_dimensions is not None:
+            options["dimensions"] = self._requested_dimensions
+        create = self._sdk.embeddings.create
+        try:
+            if asyncio.iscoroutinefunction(create):
+                response = await create(**options)
+            else:  # a blocking client: keep the event loop free
+                response = await asyncio.to_thread(create, **options)
+                if asyncio.iscoroutine(response):
+                    response = await response
+        except Exception as exc:  # the client's own errors (auth, rate limits) after its retries
+            raise EmbeddingServiceError(
+                f"the embedding client failed for model {self.model!r}: {type(exc).__name__}: {exc}"
+            ) from exc
+        dump = getattr(response, "model_dump", None)
+        body = dump() if callable(dump) else response
+        return self._parse(body, len(batch))
 
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}

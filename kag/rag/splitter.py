@@ -13,11 +13,21 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Sequence
+from typing import Protocol, runtime_checkable
 
 from kag.datamodels.documents import Chunk, Document
 from kag.errors import InvalidInputError
 
 Span = tuple[int, int]
+
+
+@runtime_checkable
+class Splitter(Protocol):
+    """Turns documents into chunks: ``split(documents) -> list[Chunk]``."""
+
+    def split(self, documents: Iterable[Document]) -> list[Chunk]:
+        """The chunks of ``documents``, in order, with stable ids."""
+        ...
 
 
 class RecursiveCharacterSplitter:
@@ -84,7 +94,7 @@ class RecursiveCharacterSplitter:
         """Chunks of every document, with stable ids and inherited metadata.
 
         Each chunk's metadata is the document's metadata plus ``document_id``,
-        ``chunk_index``, ``start`` and ``end``.
+        ``chunk_index``, ``start`` and ``end``; its ``source`` is the document's.
         """
         chunks: list[Chunk] = []
         for doc in documents:
@@ -108,9 +118,14 @@ class RecursiveCharacterSplitter:
                         start=start,
                         end=end,
                         metadata=meta,
+                        source=doc.source,
                     )
                 )
         return chunks
+
+    def split(self, documents: Iterable[Document]) -> list[Chunk]:
+        """Another name of :meth:`split_documents` (the :class:`Splitter` protocol)."""
+        return self.split_documents(documents)
 
     # internals ----------------------------------------------------------------
 

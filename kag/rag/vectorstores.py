@@ -48,6 +48,7 @@ __all__ = [
     "SQLiteVectorStore",
     "VectorStore",
     "VectorStoreRetriever",
+    "document_filter_view",
 ]
 
 
@@ -116,8 +117,9 @@ def _check_chunks(chunks: Sequence[Chunk]) -> list[Chunk]:
     return out
 
 
-def _filter_view(source: str, document_id: str, metadata: Mapping[str, Any]) -> dict[str, Any]:
-    # filters see the chunk metadata plus where it came from, as passages do elsewhere in kag
+def document_filter_view(source: str, document_id: str, metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """What a metadata filter sees of a chunk or document: its metadata plus ``source`` and ``document_id``."""
+    # as passages do elsewhere in kag
     return {**metadata, "source": source, "document_id": document_id}
 
 
@@ -202,7 +204,7 @@ class InMemoryVectorStore:
                 key in id_set
                 or c.document_id in doc_set
                 or c.source in src_set
-                or (matcher is not None and matcher(_filter_view(c.source, c.document_id, c.metadata)))
+                or (matcher is not None and matcher(document_filter_view(c.source, c.document_id, c.metadata)))
             ):
                 out.append(key)
         return out
@@ -256,7 +258,9 @@ class InMemoryVectorStore:
         if where:
             matcher = compile_matcher(where)
             c = [r.chunk for r in rows]
-            keep = [i for i, ch in enumerate(c) if matcher(_filter_view(ch.source, ch.document_id, ch.metadata))]
+            keep = [
+                i for i, ch in enumerate(c) if matcher(document_filter_view(ch.source, ch.document_id, ch.metadata))
+            ]
             rows, matrix = [rows[i] for i in keep], matrix[keep]
         return [_result(rows[i].chunk, score) for i, score in _top(matrix, query, k)]
 
@@ -399,7 +403,7 @@ class SQLiteVectorStore:
             for cid, source, document_id, metadata in self._db.execute(
                 "SELECT id, source, document_id, metadata FROM kag_vectors WHERE namespace = ?", (self.namespace,)
             ):
-                if matcher(_filter_view(source, document_id, json.loads(metadata))):
+                if matcher(document_filter_view(source, document_id, json.loads(metadata))):
                     found.add(cid)
         return found
 
@@ -482,7 +486,9 @@ class SQLiteVectorStore:
         _check_dimensions(matrix.shape[1], query.shape[0])
         if where:
             matcher = compile_matcher(where)
-            keep = [i for i, c in enumerate(chunks) if matcher(_filter_view(c.source, c.document_id, c.metadata))]
+            keep = [
+                i for i, c in enumerate(chunks) if matcher(document_filter_view(c.source, c.document_id, c.metadata))
+            ]
             chunks, matrix = [chunks[i] for i in keep], matrix[keep]
         return [_result(chunks[i], score) for i, score in _top(matrix, query, k)]
 

@@ -469,3 +469,24 @@ async def test_lexical_lm_end_to_end_over_the_world_graph() -> None:
     assert result.citations[0].label == "world:1" and result.citations[0].kind == "fact"
     assert result.hits[0].kind == "fact" and result.labels["world:1"] == result.hits[0]
     assert "Tokyo" in await agent.invoke("What is the capital of Japan?", retrieval="always")
+
+
+async def test_dict_export_keeps_descriptors_and_restores_with_live_knowledge() -> None:
+    docs = await memory_knowledge("product_docs", DOCS)
+    remote = Knowledge.from_callable(lambda q, *, k=5, where=None: ["x"], name="remote", description="an API")
+    agent = Agent(card=card(), llm=ScriptedLM([]), knowledge=[docs, remote], retrieval="always", k=3)
+    data = agent.to_dict()
+    json.dumps(data)  # JSON-compatible: no retriever, store or model inside
+    assert data["knowledge"] == [
+        {
+            "name": "product_docs",
+            "description": "the product_docs documents",
+            "managed": True,
+            "tool": "search_product_docs",
+        },
+        {"name": "remote", "description": "an API", "managed": False, "tool": "search_remote"},
+    ]
+    restored = Agent.from_dict(data, llm=ScriptedLM([answer("ok")]), knowledge=[docs, remote])
+    assert restored.to_dict() == data and restored.card.capabilities.rag
+    with pytest.raises(ConfigError, match="does not match"):
+        Agent.from_dict(data, llm=ScriptedLM([]), knowledge=[docs])

@@ -49,7 +49,10 @@ SECRETS = {
     for i, ns in enumerate(TENANTS)
 }
 HEADERS = [None, "alpha", "beta", "default", "gamma", "beta;drop", "BETA", "beta' OR 1=1 //", "../beta", "béta", "x" * 80]
-ROUTES = ["search", "search_label", "triplet", "ask_graph", "ask_rag", "ingest", "delete", "mcp_search", "mcp_triplet"]
+ROUTES = [
+    *("search", "search_label", "triplet", "ask_graph", "ask_rag"),
+    *("ingest", "delete", "mcp_search", "mcp_triplet"),
+]
 VALID = {"alpha", "beta", "default", "gamma", "BETA"}
 
 

@@ -286,3 +286,56 @@ def test_knowledge_needs_a_knowledge_base() -> None:
     with pytest.raises(ConfigError):
         Knowledge("memory://")  # type: ignore[arg-type]
     assert "docs" in repr(create_knowledge(name="docs"))
+
+
+@pytest.mark.parametrize("backend", ["memory", pytest.param("neo4j", marks=pytest.mark.neo4j)])
+async def test_refresh_takes_a_desired_set_and_delete_selects_by_chunk_and_metadata(
+    knowledge_factory: KnowledgeFactory, tmp_path: Path
+) -> None:
+    k = await knowledge_factory(seed=False)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name, text in CORPUS.items():
+        (docs / name).write_text(text, encoding="utf-8")
+    await k.add(Document.from_text("A note kept in memory.", source="note.md", metadata={"kind": "note"}))
+    first = await k.refresh([docs], metadata={"kind": "city"})
+    assert (first.documents, first.skipped, first.deleted) == (5, 0, 0)
+    assert first.sources == sorted(str(docs / n) for n in CORPUS)
+    # a failed source blocks deletions: it must not look omitted
+    blocked = await k.refresh([docs / "paris.md", tmp_path / "missing.md"], delete_missing=True)
+    assert blocked.deleted == 0 and not blocked.ok and (await k.counts())["documents"] == 6
+    kept = await k.refresh([docs / "paris.md", docs / "rome.md"], delete_missing=True)
+    assert (kept.skipped, kept.deleted) == (2, 4)
+    assert kept.deleted_sources == sorted([*(str(docs / n) for n in ("berlin.md", "tokyo.md", "bread.md")), "note.md"])
+    hits = await k.search("Colosseum amphitheatre", k=1)
+    assert hits[0].metadata["kind"] == "city"
+    assert await k.delete(ids=[hits[0].chunk_id or ""]) == 1  # a chunk id deletes its document
+    assert await k.delete(where={"kind": "city"}) == 1 and (await k.counts())["documents"] == 0
+
+
+async def test_vector_store_knowledge_retries_a_failed_write_and_refuses_what_it_cannot_do() -> None:
+    from kag.errors import UnsupportedKnowledgeOperationError
+    from kag.rag.vectorstores import InMemoryVectorStore
+
+    class Flaky(InMemoryVectorStore):
+        failures = 1
+
+        async def upsert(self, chunks: object, embeddings: object) -> int:
+            if self.failures:
+                self.failures -= 1
+                raise OSError("disk full")
+            return await super().upsert(chunks, embeddings)  # type: ignore[arg-type]
+
+    store = Flaky()
+    k = Knowledge(store=store, name="flaky")
+    doc = Document.from_text("Rome is the capital of Italy.", source="rome.md")
+    with pytest.raises(OSError, match="disk full"):
+        await k.upsert(doc)
+    report = await k.upsert(doc)  # not remembered as written: the retry writes it
+    assert (report.documents, report.skipped) == (1, 0) and await store.list_sources() == ["rome.md"]
+    assert (await k.upsert(doc)).skipped == 1
+    assert (await k.counts()) == {"sources": 1} and k.managed
+    with pytest.raises(UnsupportedKnowledgeOperationError, match="VectorStore"):
+        _ = k.kb
+    with pytest.raises(ConfigError, match="store="):
+        Knowledge(kag.KnowledgeBase("memory://"), store=store)

@@ -150,13 +150,13 @@ async def test_lifecycle_add_text_upsert_replace_and_delete(make: Callable[..., 
     assert [h.source for h in hits] == ["support-tiers.md"]
 
     first = await knowledge.upsert(Document(text="Updated policy text", source="policy.md", metadata={"revision": 3}))
-    assert (first["documents"], first["replaced"]) == (1, 0)
+    assert isinstance(first, IndexReport) and (first.additions, first.deletions) == (1, 0)
     again = await knowledge.upsert(Document(text="Updated policy text", source="policy.md", metadata={"revision": 3}))
-    assert (again["documents"], again["skipped"], again["replaced"]) == (0, 1, 0)
+    assert (again.additions, again.skips, again.deletions) == (0, 1, 0)
     newer = await knowledge.upsert(
         Document(text="Policy text, fourth revision", source="policy.md", metadata={"revision": 4})
     )
-    assert (newer["documents"], newer["replaced"]) == (1, 1)
+    assert (newer.additions, newer.deletions, newer.sources) == (1, 1, ["policy.md"])
     policy = [h for h in await knowledge.search("policy text", k=5) if h.source == "policy.md"]
     assert [h.metadata["revision"] for h in policy] == [4]
 

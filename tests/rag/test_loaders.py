@@ -339,3 +339,26 @@ async def test_fail_fast_cancels_the_other_sources(streaming_server: StreamingSe
         # the drip would take ~50 s; the missing file fails at once and cancels it
         await loader.load([streaming_server.url + "/drip", "missing/file.txt"])
     assert time.monotonic() - started < 5.0
+
+
+def test_damaged_utf8_keeps_replacement_while_legacy_bytes_use_the_fallbacks() -> None:
+    from kag.rag.loaders import decode_bytes
+
+    assert decode_bytes(b"caf\xc3\xa9 \xff ok", "x") == "café \ufffd ok"  # UTF-8 with one bad byte
+    assert decode_bytes(b"caf\xe9 cr\xe8me", "x") == "café crème"  # no UTF-8 sequence at all: cp1252
+    assert decode_bytes("naïve".encode(), "x") == "naïve"
+
+
+async def test_json_is_formatted_only_when_it_parses(tmp_path: Path) -> None:
+    from kag.rag.loaders import format_json
+
+    assert format_json('{"a":1}', "application/json") == '{\n  "a": 1\n}'
+    assert format_json("{not json", "application/json") == "{not json"
+    assert format_json('{"a":1}\n\n{"b": "é"}', "application/jsonl") == '{"a": 1}\n{"b": "é"}'
+    assert format_json('{"a":1}\nbroken', "application/jsonl") == '{"a":1}\nbroken'
+    (tmp_path / "rows.ndjson").write_text('{"x": 1}\n', encoding="utf-8")
+    (tmp_path / "app.conf").write_text("key = value\n", encoding="utf-8")
+    (tmp_path / "run.log").write_text("boot ok\n", encoding="utf-8")
+    docs = {Path(d.source).name: d for d in await AutoLoader().load(tmp_path)}
+    assert docs["rows.ndjson"].text == '{"x": 1}' and docs["rows.ndjson"].media_type == "application/jsonl"
+    assert docs["app.conf"].text == "key = value\n" and docs["run.log"].text == "boot ok\n"
