@@ -48,7 +48,10 @@ SECRETS = {
     ns: {"city": f"Zq{ns.title()}polis", "country": f"Xy{ns.title()}land", "code": f"CODE{ns.upper()}{i}Q"}
     for i, ns in enumerate(TENANTS)
 }
-HEADERS = [None, "alpha", "beta", "default", "gamma", "beta;drop", "BETA", "beta' OR 1=1 //", "../beta", "béta", "x" * 80]
+HEADERS = [
+    *(None, "alpha", "beta", "default", "gamma", "BETA"),  # absent or valid
+    *("beta;drop", "beta' OR 1=1 //", "../beta", "béta", "x" * 80),  # malformed
+]
 ROUTES = [
     *("search", "search_label", "triplet", "ask_graph", "ask_rag"),
     *("ingest", "delete", "mcp_search", "mcp_triplet"),
