@@ -35,10 +35,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from kag.datamodels.text import pattern_text
-from kag.errors import KagError, UsageError
+from kag.errors import ConfigError, KagError, UsageError
 from kag.rag.loaders import Source
 from kag.server.service import Service
-from kag.server.specs import EXAMPLE_SCHEMAS, check_kb_uri, default_kb_uri, public_uri
+from kag.server.specs import EXAMPLE_SCHEMAS, backend_name, check_kb_uri, default_kb_uri, public_uri
 
 __all__ = ["build_parser", "main"]
 
@@ -186,6 +186,14 @@ def build_parser() -> argparse.ArgumentParser:
     stats = sub.add_parser("stats", help="node and relation counts")
     _kb_options(stats)
     stats.add_argument("--json", action="store_true", help="print the counts as JSON")
+
+    adopt = sub.add_parser(
+        "adopt",
+        help="make an existing Neo4j graph's nodes of the --schema models searchable in place (ids, embeddings)",
+    )
+    _kb_options(adopt, example=False)
+    adopt.add_argument("--batch-size", type=int, default=500, help="nodes per transaction (default 500)")
+    adopt.add_argument("--json", action="store_true", help="print the report as JSON")
 
     schema = sub.add_parser(
         "schema", help="print Entity/Relation models (Python) of an existing Neo4j graph's labels and types"
@@ -505,6 +513,30 @@ async def _stats(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
+async def _adopt(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from kag.knowledge.adopt import embed_in_place
+
+    service = _service(args)
+    try:
+        if backend_name(service.kb) != "neo4j":
+            raise UsageError("kag adopt works on a Neo4j graph: give --kb neo4j://host:7687 (or set NEO4J_URI).")
+        try:
+            report = await embed_in_place(service.kb, batch_size=args.batch_size)
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
+    finally:
+        await service.aclose()
+    if args.json:
+        _print_json(report.to_dict(), out)
+        return 0
+    for kind, counts in (("entities", report.entities), ("relations", report.relations)):
+        for label, n in counts.items():
+            print(f"adopted {n} {label} {kind}", file=out)
+    for label, element_id, reason in report.skipped:
+        print(f"skipped {label} {element_id}: {reason}", file=err)
+    return 0
+
+
 async def _schema(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from kag.graph.introspect import introspect
 
@@ -615,6 +647,7 @@ _COMMANDS = {
     "search": _search,
     "stats": _stats,
     "schema": _schema,
+    "adopt": _adopt,
     "serve": _serve,
 }
 

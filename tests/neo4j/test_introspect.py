@@ -261,3 +261,21 @@ async def test_embed_in_place_makes_the_existing_graph_searchable(movies: dict[s
         assert sum(again.entities.values()) == 0 and sum(again.relations.values()) == 0
     finally:
         await kb.aclose()
+
+
+def test_cli_schema_then_adopt(
+    movies: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import json
+
+    for name, key in (("USERNAME", "user"), ("PASSWORD", "password"), ("DATABASE", "database")):
+        monkeypatch.setenv(f"NEO4J_{name}", movies[key])
+    assert main(["schema", "--from", movies["uri"], "-o", str(tmp_path / "movie_models.py")]) == 0
+    monkeypatch.syspath_prepend(str(tmp_path))
+    capsys.readouterr()
+    assert main(["adopt", "--kb", movies["uri"], "--schema", "movie_models", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["entities"]["IxMovie"] == 2 and report["relations"]["IX_DIRECTED"] == 1
+    assert [s["reason"] for s in report["skipped"]] == ["it already has its own 'id' property"]
+    assert main(["adopt", "--kb", "memory://", "--schema", "movie_models"]) == 2
+    assert "Neo4j graph" in capsys.readouterr().err
