@@ -8,52 +8,14 @@ The example program runs on the embedded store and on the real Neo4j server.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any, Literal
+from typing import Any
 
 import pytest
 
 import kag
 from kag.errors import ConfigError, GenerationError
 from kag.lm import LexicalLM, ScriptedLM
-
-
-class Query(kag.DataModel):
-    query: str = kag.Field(
-        description="The user query",
-    )
-
-
-class Answer(kag.DataModel):
-    query: str = kag.Field(
-        description="The answer to the user query",
-    )
-
-
-class Country(kag.Entity):
-    label: Literal["Country"]
-    name: str = kag.Field(
-        description="The country's name",
-    )
-
-
-class City(kag.Entity):
-    label: Literal["City"]
-    name: str = kag.Field(
-        description="The city's name",
-    )
-
-
-class IsCapitalOf(kag.Relation):
-    subj: City
-    label: Literal["IsCapitalOf"]
-    obj: Country
-
-
-class IsCityOf(kag.Relation):
-    subj: City
-    label: Literal["IsCityOf"]
-    obj: Country
-
+from tests.reference.models import Answer, City, Country, IsCapitalOf, IsCityOf, Query
 
 FACTS: list[kag.Relation] = [
     IsCapitalOf(subj=City(name="Paris"), obj=Country(name="France")),
