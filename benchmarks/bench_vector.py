@@ -8,8 +8,13 @@ and a sort of the top ``k``. kag is timed
 * as a zero-hop plan evaluated by ``MemoryGraphStore`` (``execute`` of a bound
   ``plan_similarity_search`` plan, label ``City`` and label ``*``), against the
   bare numpy top-k;
-* end to end through ``KnowledgeBase.similarity_search`` (embedding the text,
-  planning, hydrating models), against numpy plus embedding the same text.
+* end to end through ``KnowledgeBase.similarity_search(..., linked=False)``
+  (embedding the text, planning, hydrating models), against numpy plus embedding
+  the same text.
+
+Plans are bound without entity linking (``linked=False``): linking answers a name
+that matches an entity exactly from its name index, without scanning, so it is not
+the vector search measured here. Goal: kag within 1.2x of numpy.
 
 kag and numpy alternate query by query so machine noise hits both alike; the
 top-k ids are checked to agree (same scores, ties may be ordered differently).
@@ -29,7 +34,7 @@ from benchmarks.common import Report, Result, log
 from kag.graph.memory import MemoryGraphStore
 from kag.query.plan import plan_similarity_search
 
-GOAL = 1.5
+GOAL = 1.2
 K = 10
 RUNS = 30
 
@@ -82,7 +87,8 @@ async def run(queries: int = 40) -> Report:
     log(f"vector: {queries} queries x {RUNS} alternating runs each over {len(data.cities):,} x {city_matrix.shape[1]}")
     for name in names:
         for label, matrix in (("City", city_matrix), ("*", all_matrix)):
-            plan = await kb.bind(plan_similarity_search(label, name, kb.schema, k=K))
+            # unlinked: the embedding's cosine over every row (linking would answer exact names from its index)
+            plan = await kb.bind(plan_similarity_search(label, name, kb.schema, k=K), linked=False)
             q = plan.nodes[0].vectors[0]
             got = store.evaluate(plan)
             idx, sims = numpy_top_k(matrix, q, K)
@@ -104,7 +110,7 @@ async def run(queries: int = 40) -> Report:
     for name in names[: max(10, queries // 5)]:
         for _ in range(20):
             t0 = time.perf_counter()
-            await kb.similarity_search("City", name, k=K)
+            await kb.similarity_search("City", name, k=K, linked=False)
             t1 = time.perf_counter()
             q = embedder.embed_sync([name])[0]  # type: ignore[attr-defined]
             numpy_top_k(city_matrix, q, K)

@@ -19,13 +19,24 @@ from benchmarks import (
     bench_ingest,
     bench_local_lm,
     bench_memory,
+    bench_passages_ann,
+    bench_scale,
     bench_triplet,
     bench_vector,
 )
-from benchmarks.common import Report, format_table, log, machine, neo4j_server_version, neo4j_settings
+from benchmarks.common import (
+    Report,
+    Result,
+    fmt,
+    format_table,
+    log,
+    machine,
+    neo4j_server_version,
+    neo4j_settings,
+)
 
 RESULTS = Path(__file__).resolve().parent / "results.md"
-NAMES = ("bm25", "vector", "memory", "triplet", "ingest", "embedders", "local_lm")
+NAMES = ("bm25", "vector", "memory", "triplet", "scale", "ingest", "passages", "embedders", "local_lm")
 
 
 def load() -> str:
@@ -41,6 +52,9 @@ def main() -> None:
     parser.add_argument("--neo4j-edges", type=int, default=1_000_000)
     parser.add_argument("--build-budget", type=float, default=300.0, help="seconds allowed for the Neo4j build")
     parser.add_argument("--ingest-step", type=int, default=17, help="ingest every N-th city (default 17)")
+    parser.add_argument(
+        "--scale-sizes", type=int, nargs="*", default=list(bench_scale.SIZES), help="edge counts of the scale curve"
+    )
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args()
 
@@ -65,6 +79,13 @@ def main() -> None:
             report = asyncio.run(bench_local_lm.run())
         elif name == "triplet":
             report = asyncio.run(bench_triplet.run(settings, args.memory_edges, args.neo4j_edges, args.build_budget))
+        elif name == "scale":
+            report = asyncio.run(bench_scale.run(settings, tuple(args.scale_sizes), budget_s=2 * args.build_budget))
+        elif name == "passages":
+            if settings is None:
+                report = Report("Passage vector search on Neo4j at scale", notes=["skipped: no NEO4J_URI"])
+            else:
+                report = asyncio.run(bench_passages_ann.run(settings=settings))
         else:
             if settings is None:
                 report = Report("Bulk ingest into Neo4j", notes=["skipped: no NEO4J_URI"])
@@ -100,7 +121,23 @@ def main() -> None:
         *[rep.markdown() for rep in reports],
     ]
     args.output.write_text("\n".join(lines), encoding="utf-8")
+    print(goal_summary(results), flush=True)
     log(f"wrote {args.output} ({met} of {len(goals)} goals met)")
+
+
+def goal_summary(results: list[Result]) -> str:
+    """Every figure that has a goal, one line each: the figure, its baseline, the goal, met or not."""
+    lines = ["## Goals", ""]
+    for r in results:
+        if r.met is None:
+            continue
+        base = f" vs {fmt(r.baseline, r.unit)} ({r.baseline_name})" if r.baseline is not None else ""
+        ratio = f" = {r.ratio:.2f}x" if r.ratio is not None else ""
+        verdict = "MET" if r.met else "NOT MET"
+        lines.append(f"- {verdict}: {r.bench}, {r.metric}: {fmt(r.kag, r.unit)}{base}{ratio}; goal {r.goal}")
+    met = sum(1 for r in results if r.met)
+    lines.append(f"\n{met} of {sum(1 for r in results if r.met is not None)} goals met.")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

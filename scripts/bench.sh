@@ -4,7 +4,8 @@
 #
 # Environment: KAG_BENCH_NEO4J_DIR (.neo4j-bench-run), KAG_BENCH_NEO4J_PORT (7697),
 # KAG_BENCH_NEO4J_HEAP (2g), KAG_BENCH_NEO4J_PAGECACHE (1g), KAG_BENCH_NO_NEO4J=1 to skip Neo4j.
-# Arguments are passed to benchmarks.run_all (e.g. --only bm25 vector, --neo4j-edges 300000).
+# Arguments are passed to benchmarks.run_all (e.g. --only bm25 vector, --neo4j-edges 300000,
+# --scale-sizes 10000 100000). It prints every table, then each figure that has a goal: met or not.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$(pwd)"

@@ -11,7 +11,9 @@
 #
 # Environment: KAG_NEO4J_BOLT_PORT (7687), KAG_NEO4J_PASSWORD (kag-test-password),
 # KAG_NEO4J_START_TIMEOUT (120), KAG_NEO4J_STOP_TIMEOUT (30), KAG_NEO4J_HEAP (512m),
-# KAG_NEO4J_PAGECACHE (256m), KAG_NEO4J_JAVA_OPTS (extra JVM flags), JAVA_HOME, MVN (mvn).
+# KAG_NEO4J_PAGECACHE (256m), KAG_NEO4J_JAVA_OPTS (extra JVM flags), JAVA_HOME, MVN (mvn),
+# KAG_NEO4J_APOC (0; 1 copies APOC core KAG_NEO4J_APOC_VERSION (5.26.19, same 5.26 line) from Maven
+# into the plugins directory on install/start: benchmarks against peers that need APOC; kag does not).
 # Everything at runtime lives under <repo>/.neo4j/ (gitignored).
 set -euo pipefail
 
@@ -38,6 +40,8 @@ HEAP="${KAG_NEO4J_HEAP:-512m}"
 PAGECACHE="${KAG_NEO4J_PAGECACHE:-256m}"
 START_TIMEOUT="${KAG_NEO4J_START_TIMEOUT:-120}"
 STOP_TIMEOUT="${KAG_NEO4J_STOP_TIMEOUT:-30}"
+APOC="${KAG_NEO4J_APOC:-0}"
+APOC_VERSION="${KAG_NEO4J_APOC_VERSION:-5.26.19}"
 MVN="${MVN:-mvn}"
 NEO4J_USER_NAME="neo4j"
 
@@ -190,6 +194,38 @@ install_lib() {
     log "installed $(jar_count "$LIB") jars (Neo4j $(neo4j_version))"
 }
 
+# Opt-in (KAG_NEO4J_APOC=1): APOC core from Maven Central into plugins/, for peer benchmarks.
+# apoc-core needs apoc-common and a few libraries; jars the server's lib/ already has are skipped.
+install_apoc() {
+    [[ "$APOC" == "1" ]] || return 0
+    [[ -f "$NHOME/plugins/apoc-core-$APOC_VERSION.jar" ]] && return 0
+    command -v "$MVN" >/dev/null 2>&1 || die "mvn not found (install Maven 3.8+ or set MVN)"
+    local tmp="$BASE/apoc.tmp" out="$BASE/mvn-apoc.log" a f
+    rm -rf "$tmp"
+    mkdir -p "$tmp/jars" "$NHOME/plugins"
+    {
+        echo '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+        echo '<groupId>kag.deploy</groupId><artifactId>kag-neo4j-apoc</artifactId><version>1</version>'
+        echo '<packaging>pom</packaging><dependencies>'
+        for a in apoc-core apoc-common; do
+            echo "<dependency><groupId>org.neo4j.procedure</groupId><artifactId>$a</artifactId><version>$APOC_VERSION</version></dependency>"
+        done
+        echo '</dependencies></project>'
+    } >"$tmp/pom.xml"
+    if ! "$MVN" -B -q -f "$tmp/pom.xml" dependency:copy-dependencies -DincludeScope=runtime \
+            -DoutputDirectory="$tmp/jars" </dev/null >"$out" 2>&1; then
+        cat "$out" >&2
+        rm -rf "$tmp"
+        die "mvn could not copy APOC core $APOC_VERSION (output above, also in $out)"
+    fi
+    for f in "$tmp"/jars/*.jar; do
+        a="$(basename "$f")"
+        compgen -G "$LIB/${a%-[0-9]*.jar}-[0-9]*.jar" >/dev/null || cp "$f" "$NHOME/plugins/"
+    done
+    rm -rf "$tmp"
+    log "APOC core $APOC_VERSION in $NHOME/plugins"
+}
+
 system_db_initialised() { [[ -d "$DATA_DIR/databases/system" ]]; }
 
 set_initial_password() {
@@ -334,6 +370,7 @@ cmd_install() {
     check_java
     install_lib
     write_conf
+    install_apoc
     set_initial_password
     write_env
     log "ready to start: $0 start"
@@ -354,6 +391,7 @@ cmd_start() {
         rm -f "$PID_FILE" "$PORT_FILE"
         lib_complete || install_lib
         write_conf
+        install_apoc
         set_initial_password
         warn_password_mismatch
         if port_in_use; then
@@ -362,12 +400,13 @@ cmd_start() {
         [[ -f "$CONSOLE_LOG" ]] && mv -f "$CONSOLE_LOG" "$CONSOLE_LOG.1"
         log "starting Neo4j $(neo4j_version) (heap $HEAP, page cache $PAGECACHE) ..."
         # The child writes its own pid before exec'ing java, so the pid file names the JVM
-        # whether or not setsid had to fork.
+        # whether or not setsid had to fork. plugins/ comes first on the class path, as in the stock
+        # launcher (APOC registers extensions through it); it is empty unless KAG_NEO4J_APOC=1.
         (
             cd "$NHOME"
             # shellcheck disable=SC2016  # $$, $0 and $@ belong to the inner bash
             setsid nohup bash -c 'echo $$ >"$0"; exec "$@"' "$PID_FILE" \
-                "$JAVA" "${JAVA_FLAGS[@]}" -cp "$LIB/*" org.neo4j.server.CommunityEntryPoint \
+                "$JAVA" "${JAVA_FLAGS[@]}" -cp "$NHOME/plugins/*:$LIB/*" org.neo4j.server.CommunityEntryPoint \
                 --home-dir="$NHOME" --config-dir="$CONF_DIR" --console-mode \
                 </dev/null >"$CONSOLE_LOG" 2>&1 &
         )

@@ -27,6 +27,7 @@ from kag.datamodels.base import COUNT_KEYS, IDENTIFIER, RESERVED_FIELDS, RESERVE
 from kag.datamodels.schema import GraphSchema
 from kag.errors import ConfigError
 from kag.graph.neo4j import Neo4jGraphStore
+from kag.graph.neo4j_anchor import STAMP
 
 # Neo4j property type names (as db.schema.*TypeProperties reports them) -> Python annotations
 _SCALARS = {
@@ -178,7 +179,7 @@ def _usable_label(label: str, skipped: list[str], what: str) -> bool:
     if not IDENTIFIER.fullmatch(label):
         skipped.append(f"{what} {label!r}: not an identifier kag can quote")
         return False
-    if label in RESERVED_LABELS or label in COUNT_KEYS:
+    if label in RESERVED_LABELS or label in COUNT_KEYS or label.startswith(STAMP):  # STAMP: kag's write stamps
         skipped.append(f"{what} {label!r}: reserved by kag")
         return False
     return True

@@ -1,14 +1,19 @@
-"""The embedded default store: a networkx ``MultiDiGraph`` plus numpy indexes.
+"""The embedded default store: node dicts, compact relationship columns and numpy indexes.
 
-networkx holds the graph (node and relationship properties, adjacency); a
-numpy side index holds the embedding matrix, label codes, id ranks and
-per-type edge arrays, rebuilt lazily after writes. Plans are evaluated with
+Nodes are property dicts plus rows of one float32 embedding matrix; relationships are
+columns (:mod:`kag.graph.compact`: ids in a fixed-width bytes array, int32 endpoints
+and types, properties column by column per type), about 140 bytes per edge where a
+networkx edge cost ~750. ``MemoryGraphStore.graph`` still gives a networkx view. A
+numpy side index holds label codes, id ranks, per-type edge arrays and CSR adjacency,
+rebuilt lazily after writes. Plans are evaluated with
 vectorized similarity, masks and joins — never a Python loop over nodes — and
 follow exactly the semantics documented in ``kag.query.plan``.
 
 Searches run in a worker thread (``asyncio.to_thread``) so a heavy one never stalls
-the event loop (a server keeps answering); :attr:`MemoryGraphStore.lock` makes every
-search and every write exclusive, so a write never changes the arrays a search reads.
+the event loop (a server keeps answering), except a similarity search of one small scan
+(a few milliseconds), where the thread handoff would cost about as much as the scan;
+:attr:`MemoryGraphStore.lock` makes every search and every write exclusive, so a write
+never changes the arrays a search reads.
 """
 
 from __future__ import annotations
@@ -27,14 +32,28 @@ import networkx as nx
 import numpy as np
 
 from kag.errors import ConfigError, EmbeddingError, StoreFormatError
-from kag.files import atomic_write_json
+from kag.files import atomic_write_bytes
+from kag.graph.ann import IVFIndex
 from kag.graph.base import DIRECT, SOURCES, NodeRecord, PlanResult, PlanRow, RelationRecord
+from kag.graph.compact import (
+    MAGIC,
+    MISSING,
+    GrowArray,
+    IdColumn,
+    PropTable,
+    check_id,
+    checked_array,
+    pack_document,
+    unpack_document,
+)
 from kag.query.plan import HopSpec, NodeSpec, QueryPlan
 
 FORMAT = "kag-memory-store"
 # float32 screening margin on the [0, 1] score scale (float32 dot error for unit vectors is ~1e-6)
 _SCREEN = 1e-4
-VERSION = 1
+# a similarity search reading at most this many floats (64 MB, a few ms) runs on the event loop
+_INLINE_FLOATS = 16_000_000
+VERSION = 2  # 1: one JSON object per item (still read); 2: columnar
 # the plan's comparison operators, applied to object arrays (Python comparisons, element by element)
 _COMPARE = {
     "=": operator.eq,
@@ -88,6 +107,8 @@ class _Index:
     edges: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]  # type code -> (src, dst, rel)
     unit_rows: bool = False  # every stored embedding has norm 1 (to float32 precision)
     rows: dict[tuple[str, ...], np.ndarray] = field(default_factory=dict)  # labels -> node positions
+    # labels -> (mask, factor of ones) of a node pattern without texts or filters (read-only)
+    masks: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     adjacency: dict[tuple[tuple[str, ...], tuple[str, ...]], _Adjacency] = field(default_factory=dict)
     # (labels, field, kind) -> (set, values) over all node positions: the field's value where a
     # node of those labels has one of that kind ("number" or "string"), else a placeholder
@@ -109,18 +130,29 @@ def _csr(keys: np.ndarray, n: int) -> np.ndarray:
 
 
 class MemoryGraphStore:
-    """In-process graph store; ``path`` makes it persistent (``save()`` / autoload)."""
+    """In-process graph store; ``path`` makes it persistent (``save()`` / autoload).
+
+    Nodes are a list of property dicts plus an embedding matrix; relationships are
+    compact columns (:mod:`kag.graph.compact`): about 100 bytes per edge instead of the
+    ~750 a networkx edge costs. :attr:`graph` gives a networkx view when one is wanted.
+
+    ``approximate_min_rows`` opts into approximate search (see :mod:`kag.graph.ann`): a
+    plan with ``candidates`` (``kb.triplet_search(..., candidates=N)``) takes its anchor's
+    candidates from an IVF index of the anchor's label when that label has at least this
+    many nodes, then scores them exactly. ``None`` (the default): always exact.
+    """
 
     # a memory store holds one namespace (tenant): this is only its name (see kag.graph.factory)
     namespace: str = "default"
 
-    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, approximate_min_rows: int | None = None) -> None:
         self.path = Path(path) if path else None
         self.uri = f"memory://{self.path}" if self.path else "memory://"
-        self.graph = nx.MultiDiGraph()
+        self.approximate_min_rows = approximate_min_rows
         self._node_pos: dict[str, int] = {}
         self._node_ids: list[str | None] = []
         self._node_label: list[int] = []
+        self._node_props: list[dict[str, Any] | None] = []
         self._labels: dict[str, int] = {}
         self._label_names: list[str] = []
         # float32 rows (embedders give float32); scores are screened in float32 and then
@@ -128,12 +160,16 @@ class MemoryGraphStore:
         self._emb = np.zeros((0, 0), dtype=np.float32)
         self._norm = np.zeros(0, dtype=np.float64)
         self._dims: int | None = None
-        self._rel_pos: dict[str, int] = {}
-        self._rel_ids: list[str | None] = []
-        self._rel_src: list[int] = []
-        self._rel_dst: list[int] = []
-        self._rel_label: list[int] = []
+        self._rels = IdColumn()
+        self._rel_src = GrowArray()
+        self._rel_dst = GrowArray()
+        self._rel_label = GrowArray()  # type code, -1 once deleted
+        self._rel_slot = GrowArray()  # row in the type's PropTable
+        self._rel_props: dict[int, PropTable] = {}
         self._index: _Index | None = None
+        self._nx: nx.MultiDiGraph | None = None
+        self._ann: dict[tuple[str, ...], IVFIndex] = {}
+        self._writes = 0  # bumped by every write (approximate indexes catch up with it)
         # held by each search (in a worker thread) and each write (on the loop), here and in
         # the attached passage store; it binds to a loop only while contended
         self.lock = asyncio.Lock()
@@ -143,6 +179,62 @@ class MemoryGraphStore:
             )
         if self.path is not None and self.path.exists():
             self._load(self.path)
+
+    # -- views ------------------------------------------------------------------
+    @property
+    def graph(self) -> nx.MultiDiGraph:
+        """A networkx snapshot of the graph (node attrs ``label``/``props``, edge key = id), read-only.
+
+        Built on first access after a write; changing it does not change the store.
+        """
+        if self._nx is None:
+            g = nx.MultiDiGraph()
+            for pos, node_id in enumerate(self._node_ids):
+                if node_id is not None:
+                    g.add_node(node_id, label=self._label_names[self._node_label[pos]], props=self._node_props[pos])
+            for pos in np.flatnonzero(self._rels.alive).tolist():
+                rel_id, label, start, end, props = self.relation_at(pos)
+                g.add_edge(start, end, key=rel_id, label=label, props=props)
+            self._nx = g
+        return self._nx
+
+    def has_node(self, node_id: str) -> bool:
+        """Whether a node with this id is stored."""
+        return node_id in self._node_pos
+
+    def node_token(self, node_id: str) -> int | None:
+        """A value that stays the same while this very node exists (a re-created node gets another)."""
+        return self._node_pos.get(node_id)
+
+    def node_at(self, node_id: str) -> tuple[str, dict[str, Any], np.ndarray] | None:
+        """``(label, properties, embedding)`` of a stored node (the live properties dict), or ``None``."""
+        pos = self._node_pos.get(node_id)
+        if pos is None:
+            return None
+        props = self._node_props[pos]
+        assert props is not None
+        return self._label_names[self._node_label[pos]], props, self._emb[pos]
+
+    def node_rows(self) -> list[tuple[str, str, dict[str, Any]]]:
+        """``(id, label, properties copy)`` of every node, in insertion order."""
+        return [
+            (node_id, self._label_names[self._node_label[pos]], dict(self._node_props[pos] or {}))
+            for pos, node_id in enumerate(self._node_ids)
+            if node_id is not None
+        ]
+
+    def relation_pos(self, rel_id: str) -> int | None:
+        """The position of a stored relation, or ``None``."""
+        return self._rels.find(rel_id)
+
+    def relation_at(self, pos: int) -> tuple[str, str, str, str, dict[str, Any]]:
+        """``(id, type, start id, end id, properties copy)`` of the live relation at ``pos``."""
+        rel_id = self._rels.id_of(pos)
+        code = int(self._rel_label.view[pos])
+        start, end = self._node_ids[int(self._rel_src.view[pos])], self._node_ids[int(self._rel_dst.view[pos])]
+        assert rel_id is not None and start is not None and end is not None and code >= 0
+        props = self._rel_props[code].get(int(self._rel_slot.view[pos]))
+        return rel_id, self._label_names[code], start, end, props
 
     # -- schema ---------------------------------------------------------------
     async def ensure_schema(
@@ -171,6 +263,11 @@ class MemoryGraphStore:
             self._label_names.append(label)
         return code
 
+    def _changed(self) -> None:
+        self._index = None
+        self._nx = None
+        self._writes += 1
+
     # -- writes ---------------------------------------------------------------
     async def upsert(self, nodes: Sequence[NodeRecord], relations: Sequence[RelationRecord]) -> None:
         async with self.lock:
@@ -184,13 +281,15 @@ class MemoryGraphStore:
         missing -= self._node_pos.keys()
         if missing:
             raise StoreFormatError(f"relations refer to unknown nodes: {sorted(missing)[:5]}")
+        for rel in relations:
+            check_id(rel.id)  # refuse an unstorable id before anything changes
         for rec in nodes:
             pos = self._node_pos.get(rec.id)
             if pos is None:
                 pos = self._node_pos[rec.id] = len(self._node_ids)
                 self._node_ids.append(rec.id)
                 self._node_label.append(self._code(rec.label))
-                self.graph.add_node(rec.id, label=rec.label, props={})
+                self._node_props.append({})
                 if pos >= self._emb.shape[0]:
                     grown = np.zeros((max(16, 2 * self._emb.shape[0]), self._emb.shape[1]), dtype=np.float32)
                     grown[: self._emb.shape[0]] = self._emb
@@ -198,51 +297,77 @@ class MemoryGraphStore:
                     norms = np.ones(grown.shape[0], dtype=np.float64)
                     norms[: self._norm.shape[0]] = self._norm
                     self._norm = norms
-            props = self.graph.nodes[rec.id]["props"]
+            props = self._node_props[pos]
+            assert props is not None
             _merge_props(props, rec.properties)
             self._emb[pos] = rec.embedding
             self._norm[pos] = float(np.linalg.norm(self._emb[pos].astype(np.float64)))
-        for rel in relations:
-            if rel.id not in self._rel_pos:
-                self._rel_pos[rel.id] = len(self._rel_ids)
-                self._rel_ids.append(rel.id)
-                self._rel_src.append(self._node_pos[rel.start])
-                self._rel_dst.append(self._node_pos[rel.end])
-                self._rel_label.append(self._code(rel.label))
-                self.graph.add_edge(rel.start, rel.end, key=rel.id, label=rel.label, props={})
-            _merge_props(self.graph.edges[rel.start, rel.end, rel.id]["props"], rel.properties)
+        if relations:
+            self._upsert_relations(relations)
         if nodes or relations:
-            self._index = None
+            self._changed()
+
+    def _upsert_relations(self, relations: Sequence[RelationRecord]) -> None:
+        found = self._rels.find_many([r.id for r in relations]).tolist()
+        fresh: dict[str, RelationRecord] = {}
+        for rec, pos in zip(relations, found, strict=True):
+            if pos < 0 and rec.id not in fresh:
+                fresh[rec.id] = rec
+        labels, slots_view = self._rel_label, self._rel_slot
+        if fresh:
+            recs = list(fresh.values())
+            positions = self._rels.append(list(fresh))
+            new_pos = dict(zip(fresh, positions.tolist(), strict=True))
+            codes = np.asarray([self._code(r.label) for r in recs], dtype=np.int32)
+            slots = np.empty(len(recs), dtype=np.int32)
+            for code in np.unique(codes).tolist():
+                sel = np.flatnonzero(codes == code)
+                table = self._rel_props.setdefault(code, PropTable())
+                first = table.add(positions[sel].tolist())
+                slots[sel] = first + np.arange(sel.shape[0])
+                table.fill(first, [recs[i].properties for i in sel.tolist()], SOURCES)
+            self._rel_src.extend([self._node_pos[r.start] for r in recs])
+            self._rel_dst.extend([self._node_pos[r.end] for r in recs])
+            labels.extend(codes)
+            slots_view.extend(slots)
+        if len(fresh) == len(relations):
+            return
+        # the records not written by the bulk fill above: existing relations, repeated ids
+        for rec, pos in zip(relations, found, strict=True):
+            if pos < 0:
+                if fresh.get(rec.id) is rec:
+                    continue
+                pos = new_pos[rec.id]
+            self._rel_props[int(labels.view[pos])].merge(int(slots_view.view[pos]), rec.properties, SOURCES)
 
     async def delete(self, ids: Sequence[str]) -> int:
         async with self.lock:
             return self._delete(ids)
 
     def _delete(self, ids: Sequence[str]) -> int:
-        found = 0
         unique = list(dict.fromkeys(ids))
         # relations named first, as Neo4j deletes them (so a relation named with its endpoint counts)
-        for item in [i for i in unique if i in self._rel_pos] + [i for i in unique if i not in self._rel_pos]:
-            if item in self._node_pos:
-                found += 1
-                for u, v, key in list(self.graph.in_edges(item, keys=True)) + list(
-                    self.graph.out_edges(item, keys=True)
-                ):
-                    self._drop_rel(key)
-                    if self.graph.has_edge(u, v, key):
-                        self.graph.remove_edge(u, v, key)
-                pos = self._node_pos.pop(item)
+        rel_pos = [p for p in self._rels.find_many(unique).tolist() if p >= 0] if unique else []
+        for pos in rel_pos:
+            self._drop_rel(pos)
+        doomed = [self._node_pos[i] for i in unique if i in self._node_pos]
+        if doomed:
+            mask = np.zeros(len(self._node_ids), dtype=bool)
+            mask[doomed] = True
+            labels = self._rel_label.view
+            touching = (mask[self._rel_src.view] | mask[self._rel_dst.view]) & (labels >= 0)
+            for pos in np.flatnonzero(touching).tolist():
+                self._drop_rel(pos)
+            for pos in doomed:
+                node_id = self._node_ids[pos]
+                assert node_id is not None
+                del self._node_pos[node_id]
                 self._node_ids[pos] = None
                 self._node_label[pos] = -1
-                self.graph.remove_node(item)
-            elif item in self._rel_pos:
-                found += 1
-                pos = self._rel_pos[item]
-                start, end = self._node_ids[self._rel_src[pos]], self._node_ids[self._rel_dst[pos]]
-                self._drop_rel(item)
-                self.graph.remove_edge(start, end, item)
+                self._node_props[pos] = None
+        found = len(rel_pos) + len(doomed)
         if found:
-            self._index = None
+            self._changed()
         return found
 
     def retract(self, chunk_ids: Collection[str]) -> dict[str, int]:
@@ -255,59 +380,126 @@ class MemoryGraphStore:
         chunks = set(chunk_ids)
         if not chunks:
             return {"entities": 0, "relations": 0}
-        doomed_rels = [key for _, _, key, data in self.graph.edges(keys=True, data=True) if _retract(data, chunks)]
-        doomed_nodes = [node for node, data in self.graph.nodes(data=True) if _retract(data, chunks)]
-        rels = self._delete(doomed_rels)
-        before = self.graph.number_of_edges()
+        doomed_rels: list[int] = []
+        for table in self._rel_props.values():
+            for slot, before in list(table.slots_with(SOURCES)):
+                if not before or chunks.isdisjoint(before):
+                    continue
+                rest = [s for s in before if s not in chunks]
+                if rest:
+                    table.set(slot, SOURCES, rest)
+                    continue
+                table.set(slot, SOURCES, MISSING)  # as Neo4j: a property set to null is gone
+                direct = table.value(slot, DIRECT)
+                pos = int(table.positions.view[slot])
+                if not (direct is not MISSING and direct) and self._rel_label.view[pos] >= 0:
+                    doomed_rels.append(pos)
+        for pos in doomed_rels:
+            self._drop_rel(pos)
+        doomed_nodes = [
+            node_id
+            for node_id, props in zip(self._node_ids, self._node_props, strict=True)
+            if node_id is not None and props is not None and _retract(props, chunks)
+        ]
+        before = self._rels.live
         nodes = self._delete(doomed_nodes)
-        self._index = None
-        return {"entities": nodes, "relations": rels + before - self.graph.number_of_edges()}
+        self._changed()
+        return {"entities": nodes, "relations": len(doomed_rels) + before - self._rels.live}
 
-    def _drop_rel(self, rel_id: str) -> None:
-        pos = self._rel_pos.pop(rel_id, None)
-        if pos is not None:
-            self._rel_ids[pos] = None
-            self._rel_label[pos] = -1
+    def provenance_of(self, chunk_ids: Collection[str]) -> tuple[list[str], list[str]]:
+        """Ids of the nodes and relations whose provenance names any of ``chunk_ids``."""
+        chunks = set(chunk_ids)
+        nodes = [
+            node_id
+            for node_id, props in zip(self._node_ids, self._node_props, strict=True)
+            if node_id is not None and props is not None and not chunks.isdisjoint(props.get(SOURCES) or ())
+        ]
+        rels = []
+        for table in self._rel_props.values():
+            for slot, value in table.slots_with(SOURCES):
+                pos = int(table.positions.view[slot])
+                if self._rel_label.view[pos] >= 0 and not chunks.isdisjoint(value or ()):
+                    rel_id = self._rels.id_of(pos)
+                    assert rel_id is not None
+                    rels.append(rel_id)
+        return nodes, rels
+
+    def _drop_rel(self, pos: int) -> None:
+        if self._rel_label.view[pos] < 0:
+            return
+        code = int(self._rel_label.view[pos])
+        table = self._rel_props[code]
+        slot = int(self._rel_slot.view[pos])
+        for col in table.columns.values():  # free the values; the slot stays, dead
+            col[slot] = MISSING
+        self._rel_label.view[pos] = -1
+        self._rels.kill(pos)
 
     # -- reads ----------------------------------------------------------------
     async def get_nodes(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        return {i: dict(self.graph.nodes[i]["props"]) for i in ids if i in self._node_pos}
+        out = {}
+        for i in ids:
+            pos = self._node_pos.get(i)
+            if pos is not None:
+                out[i] = dict(self._node_props[pos] or {})
+        return out
 
     async def get_relations(self, ids: Sequence[str]) -> dict[str, tuple[str, str, dict[str, Any]]]:
         out = {}
-        for i in ids:
-            pos = self._rel_pos.get(i)
-            if pos is None:
-                continue
-            start, end = self._node_ids[self._rel_src[pos]], self._node_ids[self._rel_dst[pos]]
-            assert start is not None and end is not None
-            out[i] = (start, end, dict(self.graph.edges[start, end, i]["props"]))
+        unique = list(dict.fromkeys(ids))
+        for i, pos in zip(unique, self._rels.find_many(unique).tolist(), strict=True):
+            if pos >= 0:
+                _, _, start, end, props = self.relation_at(pos)
+                out[i] = (start, end, props)
         return out
 
     async def counts(self) -> dict[str, int]:
-        out: dict[str, int] = {"nodes": len(self._node_pos), "relations": len(self._rel_pos)}
-        for _, data in self.graph.nodes(data=True):
-            out[data["label"]] = out.get(data["label"], 0) + 1
-        for _, _, data in self.graph.edges(data=True):
-            out[data["label"]] = out.get(data["label"], 0) + 1
+        out: dict[str, int] = {"nodes": len(self._node_pos), "relations": self._rels.live}
+        for codes in (np.asarray(self._node_label, dtype=np.int64), self._rel_label.view.astype(np.int64)):
+            live = codes[codes >= 0]
+            for code, count in zip(*np.unique(live, return_counts=True), strict=True):
+                name = self._label_names[int(code)]
+                out[name] = out.get(name, 0) + int(count)
         return out
 
     async def neighborhood(
         self, ids: Sequence[str], depth: int = 1, limit: int = 200
     ) -> tuple[dict[str, dict[str, Any]], list[tuple[str, str, str]]]:
         """Nodes (id -> properties) and edges (start, end, type) within ``depth`` hops of ``ids``."""
-        keep = [i for i in dict.fromkeys(ids) if i in self._node_pos]
+        keep = [self._node_pos[i] for i in dict.fromkeys(ids) if i in self._node_pos]
+        src, dst = self._rel_src.view, self._rel_dst.view
+        live = np.flatnonzero(self._rel_label.view >= 0)
         seen, frontier = set(keep), list(keep)
         for _ in range(depth):
+            if not frontier or len(seen) >= limit:
+                break
+            mask = np.zeros(len(self._node_ids), dtype=bool)
+            mask[frontier] = True
+            out_e, in_e = live[mask[src[live]]], live[mask[dst[live]]]
+            # per frontier node: its successors, then its predecessors, in edge order
+            pairs = np.concatenate([src[out_e], dst[in_e]]), np.concatenate([dst[out_e], src[in_e]])
+            side = np.concatenate([np.zeros(out_e.shape[0]), np.ones(in_e.shape[0])])
+            rank = {n: r for r, n in enumerate(frontier)}
+            order = sorted(range(pairs[0].shape[0]), key=lambda j: (rank[int(pairs[0][j])], side[j], j))
             nxt = []
-            for n in frontier:
-                for m in (*self.graph.successors(n), *self.graph.predecessors(n)):
-                    if m not in seen and len(seen) < limit:
-                        seen.add(m)
-                        nxt.append(m)
+            for j in order:
+                m = int(pairs[1][j])
+                if m not in seen and len(seen) < limit:
+                    seen.add(m)
+                    nxt.append(m)
             frontier = nxt
-        nodes = {n: dict(self.graph.nodes[n]["props"]) for n in sorted(seen)}
-        edges = sorted((u, v, d["label"]) for u, v, d in self.graph.subgraph(seen).edges(data=True))
+        nodes = {}
+        for pos in sorted(seen, key=lambda p: self._node_ids[p] or ""):
+            node_id = self._node_ids[pos]
+            assert node_id is not None
+            nodes[node_id] = dict(self._node_props[pos] or {})
+        inside = np.zeros(len(self._node_ids), dtype=bool)
+        inside[list(seen)] = True
+        both = live[inside[src[live]] & inside[dst[live]]]
+        edges = sorted(
+            (self._node_ids[int(src[p])] or "", self._node_ids[int(dst[p])] or "", self._label_names[int(code)])
+            for p, code in zip(both.tolist(), self._rel_label.view[both].tolist(), strict=True)
+        )
         return nodes, edges
 
     async def aclose(self) -> None:
@@ -319,14 +511,18 @@ class MemoryGraphStore:
             return self._index
         label_code = np.asarray(self._node_label, dtype=np.int32)
         node_rank = _ranks(self._node_ids)
-        rel_rank = _ranks(self._rel_ids)
-        rel_label = np.asarray(self._rel_label, dtype=np.int32)
-        src = np.asarray(self._rel_src, dtype=np.int64)
-        dst = np.asarray(self._rel_dst, dtype=np.int64)
+        rel_rank = self._rels.ranks()
+        rel_label = self._rel_label.view
+        src, dst = self._rel_src.view, self._rel_dst.view
         edges = {}
-        for code in np.unique(rel_label[rel_label >= 0]) if rel_label.size else []:
-            sel = np.flatnonzero(rel_label == code)
-            edges[int(code)] = (src[sel], dst[sel], sel)
+        if rel_label.size:
+            # group the live edges by type with one sort (not one pass over all edges per type)
+            live = np.flatnonzero(rel_label >= 0).astype(np.int32)
+            by_type = live[np.argsort(rel_label[live], kind="stable")]
+            codes = rel_label[by_type]
+            bounds = np.flatnonzero(np.diff(codes)) + 1
+            for sel in np.split(by_type, bounds) if by_type.size else []:
+                edges[int(rel_label[sel[0]])] = (src[sel], dst[sel], sel)
         alive = label_code >= 0
         unit = bool(np.all(np.abs(self._norm[: label_code.shape[0]][alive] - 1.0) < 1e-5))
         self._index = _Index(label_code, node_rank, rel_rank, edges, unit_rows=unit)
@@ -340,7 +536,12 @@ class MemoryGraphStore:
         return rows
 
     def _scored_rows(
-        self, idx: _Index, spec: NodeSpec, threshold: float, limit: int | None = None
+        self,
+        idx: _Index,
+        spec: NodeSpec,
+        threshold: float,
+        limit: int | None = None,
+        candidates: int | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Node positions matching ``spec`` (label and every text's threshold) and their score factors.
 
@@ -349,44 +550,73 @@ class MemoryGraphStore:
         within ``_SCREEN`` of the threshold (or, with ``limit``, of the ``limit``-th
         best score) are recomputed in float64. The float32 error is far below that
         margin, so no row that can pass or rank is ever left out.
+
+        ``candidates`` (approximate mode, the anchor only): the first text's rows come from
+        the label's IVF index when the store has one for labels this large (see
+        ``approximate_min_rows``), then are scored exactly like the others.
         """
         n = idx.label_code.shape[0]
         rows = self._rows_of(idx, spec.labels)
-        part = np.ones(rows.shape[0], dtype=np.float64)
-        if not spec.vectors or not rows.shape[0]:
-            return rows, part
-        for j, vec in enumerate(spec.vectors):
+        part: np.ndarray | None = None  # the score factors so far; None while every one is 1
+        for j, vec in enumerate(spec.vectors if rows.shape[0] else ()):
             links = spec.link_of(j)
             if links is not None:  # linked entities: their given scores, nothing else matches
-                rows, part = self._linked_rows(rows, part, links, threshold)
+                ones = np.ones(rows.shape[0], dtype=np.float64)
+                rows, part = self._linked_rows(rows, ones if part is None else part, links, threshold)
                 continue
             if self._dims is not None and vec.shape[0] != self._dims:
                 raise EmbeddingError(f"query vector has {vec.shape[0]} dimensions, the store {self._dims}.")
             q64 = np.asarray(vec, dtype=np.float64)
             q_norm = float(np.linalg.norm(q64))
             q32 = q64.astype(np.float32)
+            if j == 0 and candidates is not None:
+                near_rows = self._approximate(idx, spec.labels, rows, q32, candidates)
+                if near_rows is not None:
+                    rows = near_rows
             # a large label is cheaper to score in place than to copy out of the matrix
             if rows.shape[0] == n:
                 dots = self._emb[:n] @ q32
             else:
                 dots = (self._emb[:n] @ q32)[rows] if 4 * rows.shape[0] >= n else self._emb[rows] @ q32
-            if idx.unit_rows:  # stored rows are unit vectors: screen in float32 without the norms
-                approx = dots * np.float32(0.5 / q_norm) + np.float32(0.5)
+            # screen on a scale monotonic in the score: for unit rows the raw float32 dots, where
+            # score = 0.5 + dot / (2 |q|), so no pass over the rows converts them first
+            if idx.unit_rows:
+                scale = 2.0 * q_norm
+                approx, offset = dots, 0.5
             else:
-                approx = (1.0 + dots / (self._norm[rows] * q_norm)) / 2.0
-            floor = threshold - _SCREEN
+                scale = 1.0
+                approx, offset = (1.0 + dots / (self._norm[rows] * q_norm)) / 2.0, 0.0
+            floor = (threshold - _SCREEN - offset) * scale
+            margin = 2 * _SCREEN * scale
             if limit is not None and len(spec.vectors) == 1:
-                passing = approx if floor <= 0.0 else approx[approx >= floor]
+                passing = approx if threshold - _SCREEN <= 0.0 else approx[approx >= floor]
                 if passing.shape[0] > limit:  # only rows near the limit-th best can rank
-                    floor = max(floor, float(np.partition(passing, passing.shape[0] - limit)[-limit]) - 2 * _SCREEN)
+                    floor = max(floor, _kth_largest(passing, limit) - margin)
             near = np.flatnonzero(approx >= floor)
-            rows, part = rows[near], part[near]
+            rows, part = rows[near], (None if part is None else part[near])
             exact = (self._emb[rows].astype(np.float64) @ q64) / (self._norm[rows] * q_norm)
             sims = np.clip((1.0 + exact) / 2.0, 0.0, 1.0)
             # compared at float32 precision, as Neo4j reports cosines: the same decision at the threshold
             keep = sims.astype(np.float32) >= np.float32(threshold)
-            rows, part = rows[keep], part[keep] * sims[keep]
-        return rows, part
+            rows, part = rows[keep], (sims[keep] if part is None else part[keep] * sims[keep])
+        return rows, (np.ones(rows.shape[0], dtype=np.float64) if part is None else part)
+
+    def _approximate(
+        self, idx: _Index, labels: tuple[str, ...], rows: np.ndarray, q32: np.ndarray, candidates: int
+    ) -> np.ndarray | None:
+        """The IVF index's ``candidates`` rows for ``q32``, or ``None`` to scan (no index wanted)."""
+        if self.approximate_min_rows is None or len(labels) != 1 or rows.shape[0] < self.approximate_min_rows:
+            return None
+        ann = self._ann.get(labels)
+        if ann is None or abs(rows.shape[0] - ann.rows.shape[0]) > ann.rows.shape[0] // 5:
+            ann = self._ann[labels] = IVFIndex(self._emb, rows)
+            ann.version = self._writes
+        elif ann.version != self._writes:
+            ann.refresh(rows, self._writes)
+        found = ann.search(self._emb, q32, candidates, None if idx.unit_rows else self._norm)
+        # rows deleted (or relabelled) since the build are not the label's rows any more
+        at = np.minimum(np.searchsorted(rows, found), rows.shape[0] - 1)
+        return found[rows[at] == found]
 
     def _linked_rows(
         self, rows: np.ndarray, part: np.ndarray, links: Mapping[str, float], threshold: float
@@ -401,10 +631,19 @@ class MemoryGraphStore:
         keep = ~np.isnan(sims) & (sims.astype(np.float32) >= np.float32(threshold))
         return rows[keep], part[keep] * sims[keep]
 
-    def _node_mask(self, idx: _Index, spec: NodeSpec, threshold: float) -> tuple[np.ndarray, np.ndarray]:
-        """``_scored_rows`` (and the spec's field filters) as a boolean mask and a factor array."""
+    def _node_mask(
+        self, idx: _Index, spec: NodeSpec, threshold: float, candidates: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``_scored_rows`` (and the spec's field filters) as a boolean mask and a factor array.
+
+        The arrays of a plain label pattern are cached until the next write: callers never
+        change them in place.
+        """
+        plain = not spec.texts and not spec.filters
+        if plain and spec.labels in idx.masks:
+            return idx.masks[spec.labels]
         n = idx.label_code.shape[0]
-        rows, part = self._scored_rows(idx, spec, threshold)
+        rows, part = self._scored_rows(idx, spec, threshold, candidates=candidates)
         if spec.filters:
             keep = self._passes(idx, spec, rows)
             rows, part = rows[keep], part[keep]
@@ -412,6 +651,8 @@ class MemoryGraphStore:
         mask[rows] = True
         factor = np.ones(n, dtype=np.float64)
         factor[rows] = part
+        if plain:
+            idx.masks[spec.labels] = (mask, factor)
         return mask, factor
 
     def _adjacency(self, idx: _Index, hop: HopSpec) -> _Adjacency:
@@ -420,9 +661,7 @@ class MemoryGraphStore:
         if cached is not None:
             return cached
         n = idx.label_code.shape[0]
-        labels = [
-            label for label in hop.relation_labels if label in self._labels and self._labels[label] in idx.edges
-        ]
+        labels = [label for label in hop.relation_labels if label in self._labels and self._labels[label] in idx.edges]
         parts = [idx.edges[self._labels[label]] for label in labels]
         empty = np.zeros(0, dtype=np.int64)
         src = np.concatenate([p[0] for p in parts]) if parts else empty
@@ -445,8 +684,22 @@ class MemoryGraphStore:
         return adj
 
     async def execute(self, plan: QueryPlan) -> PlanResult:
-        # CPU-bound: off the event loop, exclusive with writes
+        # CPU-bound: off the event loop, exclusive with writes; a small similarity search (index
+        # built, no hops, one scan of at most _INLINE_FLOATS) runs inline: handing it to a thread
+        # costs about as much as the scan
+        if self._inline(plan):
+            async with self.lock:
+                return self.evaluate(plan)
         return await run_locked(self.lock, self.evaluate, plan)
+
+    def _inline(self, plan: QueryPlan) -> bool:
+        idx = self._index
+        if idx is None or plan.hops or not plan.bound or self.lock.locked():
+            return False
+        node = plan.nodes[0]
+        rows = idx.rows.get(node.labels)
+        work = (idx.label_code.shape[0] if rows is None else rows.shape[0]) * (self._dims or 0) * len(node.vectors)
+        return work <= _INLINE_FLOATS and not (plan.candidates is not None and node.labels not in self._ann)
 
     def evaluate(self, plan: QueryPlan) -> PlanResult:
         """Run a bound plan synchronously."""
@@ -456,12 +709,19 @@ class MemoryGraphStore:
         if not plan.hops:  # similarity search: no masks over the whole graph needed
             node = plan.nodes[0]
             plain = not node.filters and plan.order is None
-            rows, score = self._scored_rows(idx, node, plan.threshold, limit=plan.k if plain else None)
+            rows, score = self._scored_rows(
+                idx, node, plan.threshold, limit=plan.k if plain else None, candidates=plan.candidates
+            )
             if node.filters:
                 keep = self._passes(idx, node, rows)
                 rows, score = rows[keep], score[keep]
             return self._finish(idx, plan, [rows], [], [], score)
-        masks = [self._node_mask(idx, n, plan.threshold) for n in plan.nodes]
+        # approximate mode narrows the anchor (the first row node with texts), as on Neo4j
+        anchor = next((i for i in plan.row_nodes if plan.nodes[i].texts), None) if plan.row_hops else None
+        masks = [
+            self._node_mask(idx, n, plan.threshold, plan.candidates if i == anchor else None)
+            for i, n in enumerate(plan.nodes)
+        ]
         for h, hop in enumerate(plan.hops):
             if hop.negated:  # a filter on the hop's source: no matching relationship to a matching object
                 src = plan.source(h)
@@ -527,7 +787,8 @@ class MemoryGraphStore:
         values = np.full(n, 0 if kind == "number" else "", dtype=object)
         for pos in self._rows_of(idx, labels):
             node_id = self._node_ids[int(pos)]
-            value = self.graph.nodes[node_id]["props"].get(name) if node_id is not None else None
+            props = self._node_props[int(pos)]
+            value = props.get(name) if node_id is not None and props is not None else None
             ok = isinstance(value, str) if kind == "string" else isinstance(value, int | float)
             if ok and not isinstance(value, bool):
                 present[pos], values[pos] = True, value
@@ -582,51 +843,96 @@ class MemoryGraphStore:
         if plan.order is not None:
             first = self._order_key(idx, plan, nodes[plan.row_nodes.index(plan.order.node)])
         chosen = _top_k(score, keys, plan.k, first)
-        return PlanResult(rows=[self._row(nodes, rels, fwds, score, j) for j in chosen])
-
-    def _row(
-        self, nodes: list[np.ndarray], rels: list[np.ndarray], fwds: list[np.ndarray], score: np.ndarray, j: int
-    ) -> PlanRow:
-        node_ids = tuple(self._node_ids[int(n[j])] or "" for n in nodes)
-        rel_ids = tuple(self._rel_ids[int(r[j])] or "" for r in rels)
-        rel_props = []
-        for r in rels:  # the stored endpoints: a hop may start from an earlier position than the last
-            pos = int(r[j])
-            start, end = self._node_ids[self._rel_src[pos]], self._node_ids[self._rel_dst[pos]]
-            rel_props.append(dict(self.graph.edges[start, end, self._rel_ids[pos]]["props"]))
-        return PlanRow(
-            node_ids=node_ids,
-            node_props=tuple(dict(self.graph.nodes[n]["props"]) for n in node_ids),
-            rel_ids=rel_ids,
-            rel_props=tuple(rel_props),
-            rel_forward=tuple(bool(f[j]) for f in fwds),
-            score=float(score[j]),
+        # the chosen rows' columns at once (a few numpy gathers), then one PlanRow per row
+        node_ids, node_props = self._node_ids, self._node_props
+        node_pos = [n[chosen].tolist() for n in nodes]
+        ids_cols = [[node_ids[p] or "" for p in col] for col in node_pos]
+        props_cols = [[dict(node_props[p] or {}) for p in col] for col in node_pos]
+        rel_pos = [r[chosen] for r in rels]
+        rel_ids = [self._rels.ids_of(r) for r in rel_pos]
+        tables = self._rel_props
+        rel_props = [
+            [
+                tables[code].get(slot)
+                for code, slot in zip(self._rel_label.view[r].tolist(), self._rel_slot.view[r].tolist(), strict=True)
+            ]
+            for r in rel_pos
+        ]
+        forward = [[bool(x) for x in f[chosen].tolist()] for f in fwds]
+        scores = score[chosen].tolist()
+        return PlanResult(
+            rows=[
+                PlanRow(
+                    node_ids=tuple([c[j] for c in ids_cols]),
+                    node_props=tuple([c[j] for c in props_cols]),
+                    rel_ids=tuple([c[j] for c in rel_ids]),
+                    rel_props=tuple([c[j] for c in rel_props]),
+                    rel_forward=tuple([c[j] for c in forward]),
+                    score=scores[j],
+                )
+                for j in range(len(scores))
+            ]
         )
 
     # -- persistence ----------------------------------------------------------
     def save(self, path: str | os.PathLike[str] | None = None) -> Path:
-        """Write the store to ``path`` (default: the path it was opened with), atomically."""
+        """Write the store to ``path`` (default: the path it was opened with), atomically.
+
+        The file holds a JSON header (node ids and properties, relationship properties
+        column by column) and the arrays (ids, endpoints, embeddings) as raw bytes, so a
+        million edges save and load in about a second (see ``kag.graph.compact.pack_document``).
+        """
         target = Path(path) if path else self.path
         if target is None:
             raise StoreFormatError("this store has no file; pass a path to save(), e.g. save('kb.json').")
-        nodes = []
-        for node_id, pos in self._node_pos.items():
-            data = self.graph.nodes[node_id]
-            vec = self._emb[pos].astype("<f4").tobytes()
-            nodes.append(
-                {
-                    "id": node_id,
-                    "label": data["label"],
-                    "props": data["props"],
-                    "embedding": base64.b64encode(vec).decode(),
-                }
-            )
-        relations = [
-            {"id": key, "label": data["label"], "start": u, "end": v, "props": data["props"]}
-            for u, v, key, data in self.graph.edges(keys=True, data=True)
-        ]
-        doc = {"format": FORMAT, "version": VERSION, "dimensions": self._dims, "nodes": nodes, "relations": relations}
-        return atomic_write_json(target, doc)
+        try:
+            data = pack_document(self._document())
+        except ValueError as exc:
+            raise StoreFormatError(f"cannot save {target}: {exc} (a stored value is NaN or infinite).") from exc
+        return atomic_write_bytes(target, data)
+
+    def _document(self) -> dict[str, Any]:
+        node_pos = np.asarray([p for p, i in enumerate(self._node_ids) if i is not None], dtype=np.int64)
+        new_node = np.full(len(self._node_ids) + 1, -1, dtype=np.int64)
+        new_node[node_pos] = np.arange(node_pos.shape[0])
+        emb = self._emb[node_pos] if node_pos.shape[0] else np.zeros((0, self._dims or 0), dtype=np.float32)
+        nodes = {
+            "ids": [self._node_ids[p] for p in node_pos.tolist()],
+            "label": np.asarray(self._node_label, dtype=np.int32)[node_pos],
+            "props": [self._node_props[p] for p in node_pos.tolist()],
+            "embeddings": np.ascontiguousarray(emb, dtype=np.float32),
+        }
+        rel_pos = np.flatnonzero(self._rel_label.view >= 0)
+        new_rel = np.full(self._rels.size, -1, dtype=np.int64)
+        new_rel[rel_pos] = np.arange(rel_pos.shape[0])
+        order = self._rels.sorted_positions()
+        order = new_rel[order[new_rel[order] >= 0]]
+        codes = self._rel_label.view[rel_pos]
+        slots = np.zeros(rel_pos.shape[0], dtype=np.int32)
+        tables = {}
+        for code in np.unique(codes).tolist():
+            sel = np.flatnonzero(codes == code)  # new positions of this type's edges
+            slots[sel] = np.arange(sel.shape[0])
+            columns = self._rel_props[code].dump(self._rel_slot.view[rel_pos[sel]])
+            tables[self._label_names[code]] = {"positions": sel.astype(np.int32), "columns": columns}
+        relations = {
+            "count": int(rel_pos.shape[0]),
+            "ids": self._rels.raw(rel_pos),
+            "order": order.astype(np.int32),
+            "start": new_node[self._rel_src.view[rel_pos]].astype(np.int32),
+            "end": new_node[self._rel_dst.view[rel_pos]].astype(np.int32),
+            "type": codes.astype(np.int32),
+            "slot": slots,
+            "props": tables,
+        }
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "dimensions": self._dims,
+            "labels": list(self._label_names),
+            "nodes": nodes,
+            "relations": relations,
+        }
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> MemoryGraphStore:
@@ -637,32 +943,100 @@ class MemoryGraphStore:
 
     def _load(self, path: Path) -> None:
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            data = path.read_bytes()
+            doc = unpack_document(data) if data.startswith(MAGIC) else json.loads(data)
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
             raise StoreFormatError(
                 f"{path} is not a kag memory store file ({exc}); delete it or pass another path."
             ) from exc
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
             raise StoreFormatError(f"{path} is not a kag memory store file (missing format marker).")
-        if doc.get("version") != VERSION:
-            raise StoreFormatError(f"{path} has store version {doc.get('version')!r}; this kag reads {VERSION}.")
+        if doc.get("version") not in (1, VERSION):
+            raise StoreFormatError(f"{path} has store version {doc.get('version')!r}; this kag reads 1 and {VERSION}.")
         try:
-            dims = doc["dimensions"]
-            nodes, rels = [], []
-            for n in doc["nodes"]:
-                vec = np.frombuffer(base64.b64decode(n["embedding"]), dtype="<f4").astype(np.float32)
-                if dims is None or vec.shape != (dims,) or not np.isfinite(vec).all():
-                    raise StoreFormatError(f"{path}: node {n.get('id')!r} has a bad embedding.")
-                nodes.append(NodeRecord(str(n["id"]), str(n["label"]), dict(n["props"]), vec))
-            for r in doc["relations"]:
-                rels.append(
-                    RelationRecord(str(r["id"]), str(r["label"]), str(r["start"]), str(r["end"]), dict(r["props"]))
-                )
-            self._upsert(nodes, rels)
+            if doc["version"] == 1:
+                self._load_v1(path, doc)
+            else:
+                self._load_columns(path, doc)
         except StoreFormatError:
             raise
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
             raise StoreFormatError(f"{path} is a damaged kag memory store file ({exc!r}).") from exc
+
+    def _load_v1(self, path: Path, doc: dict[str, Any]) -> None:
+        """The version-1 layout: one JSON object per node and per relation."""
+        dims = doc["dimensions"]
+        nodes, rels = [], []
+        for n in doc["nodes"]:
+            vec = np.frombuffer(base64.b64decode(n["embedding"]), dtype="<f4").astype(np.float32)
+            if dims is None or vec.shape != (dims,) or not np.isfinite(vec).all():
+                raise StoreFormatError(f"{path}: node {n.get('id')!r} has a bad embedding.")
+            nodes.append(NodeRecord(str(n["id"]), str(n["label"]), dict(n["props"]), vec))
+        for r in doc["relations"]:
+            rels.append(RelationRecord(str(r["id"]), str(r["label"]), str(r["start"]), str(r["end"]), dict(r["props"])))
+        self._upsert(nodes, rels)
+
+    def _load_columns(self, path: Path, doc: dict[str, Any]) -> None:
+        """The columnar layout :meth:`save` writes."""
+        dims = doc["dimensions"]
+        for label in doc["labels"]:
+            self._code(str(label))
+        n_labels = len(self._label_names)
+        nodes = doc["nodes"]
+        ids = [str(i) for i in nodes["ids"]]
+        count = len(ids)
+        codes = checked_array(nodes["label"], np.int32, count)
+        emb = np.asarray(nodes["embeddings"])
+        if emb.dtype != np.float32 or emb.shape != (count, dims or 0):
+            raise StoreFormatError(f"{path}: the node embeddings do not match; the file is damaged.")
+        props = nodes["props"]
+        if len(props) != count or len(set(ids)) != count or (count and (codes.min() < 0 or codes.max() >= n_labels)):
+            raise StoreFormatError(f"{path}: the node columns do not match; the file is damaged.")
+        if count and (dims is None or not np.isfinite(emb).all()):
+            raise StoreFormatError(f"{path}: the node embeddings are damaged.")
+        if dims is not None:
+            self._set_dims(int(dims))
+            matrix = np.zeros((max(16, count), int(dims)), dtype=np.float32)
+            matrix[:count] = emb
+            self._emb = matrix
+            self._norm = np.ones(matrix.shape[0], dtype=np.float64)
+            # row by row, exactly as an upsert computes them (the same float64 norms, bit for bit)
+            self._norm[:count] = [float(np.linalg.norm(row.astype(np.float64))) for row in matrix[:count]]
+        self._node_ids = list(ids)
+        self._node_pos = {i: p for p, i in enumerate(ids)}
+        self._node_label = codes.tolist()
+        self._node_props = [dict(p) for p in props]
+        rels = doc["relations"]
+        m = int(rels["count"])
+        order = checked_array(rels["order"], np.int32, m).astype(np.int64)
+        self._rels = IdColumn.from_raw(rels["ids"], order)
+        src, dst = checked_array(rels["start"], np.int32, m), checked_array(rels["end"], np.int32, m)
+        types, slots = checked_array(rels["type"], np.int32, m), checked_array(rels["slot"], np.int32, m)
+        if self._rels.size != m or (
+            m
+            and (
+                min(src.min(), dst.min(), types.min()) < 0
+                or max(src.max(), dst.max()) >= count
+                or types.max() >= n_labels
+                or np.bincount(order, minlength=m).max() != 1
+            )
+        ):
+            raise StoreFormatError(f"{path}: the relation columns do not match; the file is damaged.")
+        self._rel_src, self._rel_dst = GrowArray(np.int32, src), GrowArray(np.int32, dst)
+        self._rel_label, self._rel_slot = GrowArray(np.int32, types), GrowArray(np.int32, slots)
+        for label, table in rels["props"].items():
+            code = self._labels[str(label)]
+            positions = checked_array(table["positions"], np.int32, None).astype(np.int64)
+            if positions.shape[0] and (
+                positions.max() >= m
+                or not np.array_equal(types[positions], np.full(positions.shape[0], code))
+                or not np.array_equal(slots[positions], np.arange(positions.shape[0]))
+            ):
+                raise StoreFormatError(f"{path}: the properties of {label!r} do not match; the file is damaged.")
+            self._rel_props[code] = PropTable.load(positions, table["columns"])
+        if m and any(int(c) not in self._rel_props for c in np.unique(types).tolist()):
+            raise StoreFormatError(f"{path}: relation properties are missing; the file is damaged.")
+        self._changed()
 
 
 def _merge_props(props: dict[str, Any], new: Mapping[str, Any]) -> None:
@@ -673,9 +1047,8 @@ def _merge_props(props: dict[str, Any], new: Mapping[str, Any]) -> None:
         props[SOURCES] = sorted({*(before or []), *new[SOURCES]})
 
 
-def _retract(data: dict[str, Any], chunks: set[str]) -> bool:
+def _retract(props: dict[str, Any], chunks: set[str]) -> bool:
     """Drop ``chunks`` from an item's provenance; whether the item is left unsupported."""
-    props = data["props"]
     before = props.get(SOURCES)
     if not before or chunks.isdisjoint(before):
         return False
@@ -704,6 +1077,16 @@ def _ranks(ids: list[str | None]) -> np.ndarray:
     return ranks
 
 
+def _kth_largest(values: np.ndarray, k: int) -> float:
+    """The ``k``-th largest of ``values`` (``1 <= k <= len``).
+
+    Selected from the negated array: scores hold many equal low values (rows sharing no
+    feature with the query), which make numpy's introselect slow from the high end
+    (0.28 ms vs 0.02 ms on 34k City scores).
+    """
+    return float(-np.partition(-values, k - 1)[k - 1])
+
+
 def _top_k(score: np.ndarray, keys: list[np.ndarray], k: int, first: np.ndarray | None = None) -> np.ndarray:
     """Indices of the exact top-k rows by ``first`` (when given), then score desc, ties by ``keys`` in order."""
     n = score.shape[0]
@@ -711,7 +1094,7 @@ def _top_k(score: np.ndarray, keys: list[np.ndarray], k: int, first: np.ndarray 
         return np.zeros(0, dtype=np.int64)
     candidates = np.arange(n)
     if n > k and first is None:
-        kth = np.partition(score, n - k)[n - k]
+        kth = _kth_largest(score, k)
         candidates = np.flatnonzero(score >= kth)  # keeps every row tied with the k-th
     sort_keys = [key[candidates] for key in reversed(keys)] + [-score[candidates]]
     if first is not None:

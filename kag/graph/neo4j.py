@@ -52,7 +52,8 @@ from kag.errors import (
     UnsafeQueryError,
 )
 from kag.graph.base import DIRECT, SOURCES, NodeRecord, PlanResult, PlanRow, RelationRecord
-from kag.query.cypher import NAMESPACE, compile_plan, quote, quote_name, vector_index_name
+from kag.graph.neo4j_anchor import FIRST_ANCHORS, GROWTH, AnchorScorer, proven, threshold_boundary, version_bump
+from kag.query.cypher import NAMESPACE, CompiledQuery, compile_plan, quote, quote_name, vector_index_name
 from kag.query.plan import QueryPlan
 from kag.validation import DEFAULT_NAMESPACE, check_namespace
 
@@ -67,6 +68,11 @@ _LOCK = "kag_write_lock"  # set then removed in one statement: takes the write l
 
 class Neo4jGraphStore:
     """Graph store on a Neo4j 5 server (``neo4j://`` or ``bolt://``)."""
+
+    # exact searches score similarity texts from per-label matrices beside the driver
+    exact_anchor: bool = True
+    # anchors a ranked exact search sends first (grown until the answer is proven); None: all
+    anchor_first: int | None = FIRST_ANCHORS
 
     def __init__(
         self,
@@ -117,6 +123,7 @@ class Neo4jGraphStore:
         self._relation_labels: tuple[str, ...] = ()
         # query texts EXPLAIN has proven read-only, least recently used first (bounded: texts vary)
         self._read_only: OrderedDict[str, None] = OrderedDict()
+        self._anchor: AnchorScorer | None = None
 
     # -- connection -----------------------------------------------------------
     @property
@@ -368,7 +375,7 @@ class Neo4jGraphStore:
                 + _merge_sources("n", rows)
                 + f"SET n:{quote(label)}, n += row.props, n.embedding = row.embedding\n"
                 + _merged_sources_tail("n", rows)
-                + "RETURN count(*) AS n"
+                + version_bump(label)  # the label's write counter, in the same transaction
             )
             for start in range(0, len(rows), self.batch_size):
                 statements.append((query, {"rows": rows[start : start + self.batch_size], "ns": self.namespace}))
@@ -419,6 +426,42 @@ class Neo4jGraphStore:
             elapsed = time.perf_counter() - started
             if elapsed >= SLOW_QUERY_SECONDS:
                 log.warning("slow Neo4j transaction while %s: %.3fs", what, elapsed)
+
+    async def bulk_upsert(
+        self,
+        nodes: Sequence[NodeRecord],
+        relations: Sequence[RelationRecord],
+        *,
+        batch_size: int | None = None,
+        concurrency: int = 2,
+    ) -> None:
+        """Merge a large load fast: batches of ``batch_size`` rows (default ``batch_size``), each its own
+        transaction, node batches ``concurrency`` at a time, then relation batches one after another.
+
+        Not atomic as a whole: after a failure the finished batches stay written and re-running
+        the same call completes it (MERGE is idempotent). Node batches run side by side because
+        the vector index is updated when each transaction commits, which is most of a node's
+        cost; relation batches do not, since relations in two transactions that share a node
+        would wait for each other's locks. For a first load of an empty database,
+        :mod:`kag.graph.neo4j_import` is faster still.
+
+        Raises:
+            StoreFormatError: a relation names an endpoint that is not stored (its batch writes nothing).
+        """
+        if concurrency < 1:
+            raise ConfigError("concurrency must be >= 1.")
+        size = max(1, batch_size or self.batch_size)
+        gate = asyncio.Semaphore(concurrency)
+
+        async def write(part: Sequence[NodeRecord]) -> None:
+            async with gate:
+                await self.upsert(part, [])  # at most atomic_rows rows: one transaction
+
+        if size > self.atomic_rows:
+            raise ConfigError(f"batch_size {size} exceeds atomic_rows {self.atomic_rows}: a batch is one transaction.")
+        await asyncio.gather(*(write(nodes[i : i + size]) for i in range(0, len(nodes), size)))
+        for i in range(0, len(relations), size):
+            await self.upsert([], relations[i : i + size])
 
     async def delete(self, ids: Sequence[str]) -> int:
         """Delete nodes (with their relationships) and relationships by id, in one transaction."""
@@ -531,8 +574,45 @@ class Neo4jGraphStore:
             self._read_only.popitem(last=False)
 
     async def execute(self, plan: QueryPlan) -> PlanResult:
+        """Run a bound plan. Exact searches score their similarity texts beside the driver
+        (:mod:`kag.graph.neo4j_anchor`, off with ``exact_anchor = False``); approximate ones
+        (``candidates``) take the anchor's candidates from its vector index."""
         # the store's namespace, never the caller's: a plan cannot reach another tenant
-        compiled = compile_plan(replace(plan, namespace=self.namespace))
+        plan = replace(plan, namespace=self.namespace)
+        if self.exact_anchor and plan.candidates is None:
+            result = await self._execute_exact(plan)
+            if result is not None:
+                return result
+        return await self._execute_compiled(plan, compile_plan(plan))
+
+    @property
+    def anchor_scorer(self) -> AnchorScorer:
+        """The per-label embedding matrices exact searches score with (see :mod:`kag.graph.neo4j_anchor`)."""
+        if self._anchor is None:
+            self._anchor = AnchorScorer(self.read, self.namespace)
+        return self._anchor
+
+    async def _execute_exact(self, plan: QueryPlan) -> PlanResult | None:
+        """The plan with exact scores as parameters; a ranked one tries its best anchors first."""
+        first = self.anchor_first
+        if plan.count or plan.order is not None:  # a count, or rows ordered by a field, needs every anchor
+            first = None
+        elif first is not None:  # a similarity search has a row per anchor; a hop may have none
+            first = plan.k if not plan.row_hops else max(first, plan.k)
+        prepared = await self.anchor_scorer.prepare(plan)
+        if prepared is None:
+            return None
+        while True:
+            exact = prepared.cut(first)
+            compiled = compile_plan(exact.plan)
+            compiled.params["threshold"] = threshold_boundary(plan.threshold)
+            result = await self._execute_compiled(exact.plan, compiled)
+            if first is None or proven([row.score for row in result.rows], plan.k, exact, plan.sides):
+                # the query shown is the plan's own (the same text as on the memory store)
+                return PlanResult(rows=result.rows, count=result.count)
+            first *= GROWTH
+
+    async def _execute_compiled(self, plan: QueryPlan, compiled: CompiledQuery) -> PlanResult:
         res = await self.read(compiled.text, compiled.params, "running a triplet search")
         if plan.count:
             return PlanResult(rows=[], count=int(res.records[0]["count"]), query=compiled)

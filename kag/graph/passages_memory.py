@@ -1,7 +1,7 @@
 """Passages for the embedded store: a side structure attached to a ``MemoryGraphStore``.
 
 Documents, chunks, ``NEXT`` order and ``MENTIONS`` links are kept in plain
-dicts next to the entity graph (``store.graph`` holds entities only, so the
+dicts next to the entity graph (the graph store holds entities only, so the
 entity store's own persistence and plan evaluation are untouched). Chunk
 vectors form one numpy matrix ordered by chunk id, rebuilt lazily after writes,
 so a vector search is one matrix-vector product and ties fall out in id order.
@@ -37,6 +37,8 @@ from kag.validation import check_k
 
 FORMAT = "kag-memory-passages"
 _DOT_BLOCK = 4096  # rows per block of the float64 dot products (bounds the temporary)
+# float32 screening margin on the cosine (the float32 dot error of unit vectors is ~1e-6)
+_SCREEN_COS = 1e-3
 VERSION = 1
 
 
@@ -70,7 +72,7 @@ class MemoryPassageStore:
         self._documents: dict[str, DocumentRecord] = {}
         self._doc_chunks: dict[str, list[str]] = {}
         self._chunks: dict[str, _StoredChunk] = {}
-        # chunk id -> {entity id -> the entity's node data dict when linked}: a link is live
+        # chunk id -> {entity id -> the entity's node token when linked}: a link is live
         # while the graph holds that very node, so deleting an entity drops its links for good
         # (as DETACH DELETE does on Neo4j), even if an entity with the same id comes back later
         self._mentions: dict[str, dict[str, Any]] = {}
@@ -132,19 +134,17 @@ class MemoryPassageStore:
         self._bm25.remove(old)
 
     def _add_mentions(self, mentions: Sequence[Mention]) -> int:
-        graph = self.graph_store.graph
+        graph = self.graph_store
         added = 0
         for chunk_id, entity_id in mentions:
-            if chunk_id in self._chunks and graph.has_node(entity_id):
-                links = self._mentions.setdefault(chunk_id, {})
-                if not self._live(entity_id, links.get(entity_id)):
-                    links[entity_id] = graph.nodes[entity_id]
+            token = graph.node_token(entity_id)
+            if chunk_id in self._chunks and token is not None:
+                self._mentions.setdefault(chunk_id, {})[entity_id] = token
                 added += 1
         return added
 
-    def _live(self, entity_id: str, node: Any) -> bool:
-        graph = self.graph_store.graph
-        return node is not None and graph.has_node(entity_id) and graph.nodes[entity_id] is node
+    def _live(self, entity_id: str, token: Any) -> bool:
+        return token is not None and self.graph_store.node_token(entity_id) == token
 
     def _links(self, chunk_id: str) -> list[str]:
         return [e for e, node in self._mentions.get(chunk_id, {}).items() if self._live(e, node)]
@@ -189,10 +189,10 @@ class MemoryPassageStore:
         self._order = sorted(self._chunks)  # code points: how Neo4j's ORDER BY sorts stored strings
         self._pos = {cid: i for i, cid in enumerate(self._order)}
         dims = self._dims or 1
-        matrix = np.zeros((len(self._order), dims), dtype=np.float32)
-        for i, cid in enumerate(self._order):
-            matrix[i] = self._chunks[cid].record.embedding
-        self._matrix = matrix
+        if self._order:
+            self._matrix = np.stack([self._chunks[cid].record.embedding for cid in self._order]).astype(np.float32)
+        else:
+            self._matrix = np.zeros((0, dims), dtype=np.float32)
         self._masks = {}
         self._dirty = False
 
@@ -252,6 +252,12 @@ class MemoryPassageStore:
         if not np.isfinite(vec).all() or norm == 0:
             raise EmbeddingError("the query vector is zero or not finite; it cannot be compared.")
         q = (vec / norm).astype(np.float64)
+        if rows.shape[0] > max(8 * k, 1024):
+            # screen with one float32 product; only rows near the k-th best are scored exactly
+            approx = self._matrix @ q.astype(np.float32)
+            approx = approx if rows.shape[0] == approx.shape[0] else approx[rows]
+            kth = float(-np.partition(-approx, k - 1)[k - 1])  # from the negated side: fast with many ties
+            rows = rows[approx >= kth - _SCREEN_COS]
         sims = np.clip((1.0 + _row_dots(self._matrix, rows, q)) / 2.0, 0.0, 1.0)
         # positions follow id order, so lexsort on (position, -score) breaks ties by id
         order = np.lexsort((rows, -sims))[:k]
@@ -292,7 +298,7 @@ class MemoryPassageStore:
         return found
 
     async def entities(self) -> list[tuple[str, str, dict[str, Any]]]:
-        return [(str(n), str(d["label"]), dict(d["props"])) for n, d in self.graph_store.graph.nodes(data=True)]
+        return self.graph_store.node_rows()
 
     async def chunk_texts(self, after: str | None, limit: int) -> list[tuple[str, str]]:
         async with self.graph_store.lock:  # _build() rewrites the arrays a search may be reading

@@ -13,8 +13,19 @@
 
 Vector search is exact by default (``vector.similarity.cosine`` over the
 filtered chunks, which Neo4j maps to ``[0, 1]`` as ``(1 + cos) / 2``), so it
-agrees with the memory store; ``candidates=N`` opts into the HNSW index (built
-without quantization) for the nearest ``N`` chunks, rescored exactly. Keyword
+agrees with the memory store. It does not scan every chunk in Cypher (about 10 us
+a chunk): the chunk embeddings are kept beside the driver as a float32 matrix
+(the ``Chunk`` entry of the graph store's ``anchor_scorer``, see
+:mod:`kag.graph.neo4j_anchor`), numpy screens them, and only the chunks within a
+small margin of the ``k``-th best are scored by Neo4j, so rows, order and scores
+are those of the full scan. Consistency rule: every passage write and delete
+bumps the ``Chunk`` write counter in its own transaction, and each search first
+compares the counter and the chunk count with the cached matrix's (one query),
+reloading it when either changed; an embedding rewritten by raw Cypher without
+a kag write and without adding or removing chunks is seen after
+``anchor_scorer.invalidate(["Chunk"])``. ``candidates=N`` opts into the HNSW
+index (built without quantization) for the nearest ``N`` chunks, rescored
+exactly. Keyword
 search runs Lucene (BM25 similarity, analyzer
 ``standard-no-stop-words``) over the words of the query, OR-ed; its scores are
 not those of the memory store's BM25.
@@ -22,6 +33,7 @@ not those of the memory store's BM25.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 import re
@@ -32,6 +44,7 @@ import numpy as np
 
 from kag.errors import EmbeddingError, InvalidInputError
 from kag.graph.neo4j import ENTITY, Neo4jGraphStore
+from kag.graph.neo4j_anchor import SCREEN, LabelMatrix, version_bump
 from kag.graph.passages import ChunkRecord, DocumentRecord, Mention, PassageRow, sort_rows
 from kag.query.cypher import NAMESPACE
 from kag.query.filters import SCOPED_FILTER_DEPTH, compile_cypher, flatten_metadata, validate_filter
@@ -44,6 +57,11 @@ FULLTEXT_INDEX = "kag_chunk_text"
 MAX_QUERY_TERMS = 64
 HNSW_M = 32
 HNSW_EF_CONSTRUCTION = 200
+CHUNK = "Chunk"
+# an exact search whose screen keeps more chunks than this (a flood of near-ties) scans in Cypher
+RESCORE_CAP = 5_000
+# the Chunk write counter, bumped in every transaction that writes or deletes chunks
+_BUMP = "UNWIND [0] AS bump\n" + version_bump(CHUNK)
 _TERM = re.compile(r"\w+", re.UNICODE)
 _NS = f"{NAMESPACE}: $ns"  # inside a node's property map: every pattern names the store's namespace
 _ROW = (
@@ -65,6 +83,7 @@ class Neo4jPassageStore:
         self.graph_store = graph_store
         self._dims: int | None = None
         self._warned = False
+        self._inverse: tuple[LabelMatrix, np.ndarray] | None = None  # 1 / norms of the cached chunk matrix
 
     # -- schema ---------------------------------------------------------------
     async def ensure_schema(self, dimensions: int) -> None:
@@ -111,6 +130,22 @@ class Neo4jPassageStore:
                     f"{dims}; use the same embedder, or drop the index and the chunks and re-index."
                 )
         self._dims = dims
+
+    async def rebuild_vector_index(self) -> None:
+        """Drop and re-create the chunk vector index, then wait until Neo4j has populated it.
+
+        Call it after a large load. Every transaction adds its own small Lucene segments, and a
+        ``candidates=`` search visits each segment's HNSW graph, so after a large load it is many
+        times slower. One population pass writes far fewer, larger segments, and it costs less than
+        the per-transaction index updates it replaces. While it runs, ``candidates=`` searches fail,
+        and exact searches are unaffected.
+        """
+        if self._dims is None:
+            raise InvalidInputError("call ensure_schema() before rebuild_vector_index().")
+        await self.graph_store.run(
+            f"DROP INDEX {VECTOR_INDEX} IF EXISTS", None, write=True, what="dropping the chunk vector index"
+        )
+        await self.ensure_schema(self._dims)
 
     # -- writes ---------------------------------------------------------------
     async def _write_tx(self, statements: list[tuple[str, dict[str, Any]]], what: str) -> list[int]:
@@ -189,6 +224,7 @@ class Neo4jPassageStore:
                 )
             )
         stmts.extend(self._mention_statements(mentions))
+        stmts.append((_BUMP, {}))
         await self._write_tx(stmts, "writing documents and chunks")
 
     def _mention_statements(self, mentions: Sequence[Mention]) -> list[tuple[str, dict[str, Any]]]:
@@ -236,6 +272,7 @@ class Neo4jPassageStore:
             record = await (await tx.run(collect, {"ids": ids, "ns": ns})).single()
             chunk_ids = list(record["chunks"]) if record is not None else []
             done = await (await tx.run(delete, {"ids": ids, "ns": ns})).single()
+            await (await tx.run(_BUMP, {})).consume()
             if chunk_ids:
                 for query in retract:
                     await (await tx.run(query, {"chunks": chunk_ids, "ns": ns})).consume()
@@ -290,6 +327,10 @@ class Neo4jPassageStore:
         if ids is not None:
             params["ids"] = list(dict.fromkeys(ids))
             cond = f"c.id IN $ids AND {cond}"
+        if candidates is None and ids is None:
+            found = await self._exact_search(vec, k, where, cond, params)
+            if found is not None:
+                return found
         if candidates is not None and ids is None:
             # approximate: the nearest chunks from the HNSW index, then the filter and exact scores
             params["index"] = VECTOR_INDEX
@@ -304,6 +345,76 @@ class Neo4jPassageStore:
             "ORDER BY score DESC, c.id ASC LIMIT $k\n" + _ROW
         )
         res = await self.graph_store.read(query, params, "searching chunks by vector")
+        return self._rows(res.records)
+
+    async def _exact_search(
+        self, vec: np.ndarray, k: int, where: Mapping[str, Any] | None, cond: str, params: dict[str, Any]
+    ) -> list[PassageRow] | None:
+        """The exact top ``k``: screened with numpy over the cached matrix, the few near the cut scored by
+        Neo4j (the scan's own expression, so the same rows, order and scores); ``None`` to fall back to the scan.
+
+        With a matrix cached, the version check runs alongside the search (one round trip less); when
+        the version changed, the answer is discarded and the search is redone on the reloaded matrix.
+        """
+        scorer = self.graph_store.anchor_scorer
+        last = self._inverse[0] if self._inverse is not None else None
+        if last is not None and scorer.cached.get(CHUNK) == last.version:  # not invalidated since
+            check = asyncio.ensure_future(scorer.versions([CHUNK]))
+            try:
+                found = await self._search_matrix(last, vec, k, where, cond, params)
+            finally:
+                now = await check
+            if now[CHUNK] == last.version:
+                return found
+        matrix = (await scorer.matrices([CHUNK]))[CHUNK]
+        return await self._search_matrix(matrix, vec, k, where, cond, params)
+
+    async def _search_matrix(
+        self,
+        matrix: LabelMatrix,
+        vec: np.ndarray,
+        k: int,
+        where: Mapping[str, Any] | None,
+        cond: str,
+        params: dict[str, Any],
+    ) -> list[PassageRow] | None:
+        if matrix.matrix.shape[0] == 0 or matrix.matrix.shape[1] != vec.shape[0]:
+            return None
+        if self._inverse is None or self._inverse[0] is not matrix:
+            self._inverse = (matrix, (1.0 / matrix.norms).astype(np.float32))
+        inverse = self._inverse[1]
+        rows: np.ndarray | None = None
+        if where:
+            res = await self.graph_store.read(
+                f"MATCH (c:Chunk) WHERE {cond} RETURN c.id AS id", params, "filtering chunks"
+            )
+            wanted = {r["id"] for r in res.records}
+            rows = np.flatnonzero(np.fromiter((i in wanted for i in matrix.ids), dtype=bool, count=len(matrix.ids)))
+            if rows.shape[0] == 0:
+                return []
+        q = vec.astype(np.float32)
+        # the screen ranks by cos * |q| in float32 (|q| is common to all rows): one pass over the matrix
+        sub = matrix.matrix if rows is None else matrix.matrix[rows]
+        approx = (sub @ q) * (inverse if rows is None else inverse[rows])
+        margin = 4 * SCREEN * float(np.linalg.norm(q))  # 2 * SCREEN on the (1 + cos) / 2 scale
+        if approx.shape[0] > k:
+            cut = float(np.partition(approx, approx.shape[0] - k)[approx.shape[0] - k])
+            near = np.flatnonzero(approx >= cut - margin)  # float32 screen vs Neo4j's cosine: far below the margin
+        else:
+            near = np.arange(approx.shape[0])
+        if near.shape[0] > RESCORE_CAP:
+            return None
+        picked = near if rows is None else rows[near]
+        query = (
+            "UNWIND $ids AS id MATCH (c:Chunk {id: id})\n"
+            "WITH c, vector.similarity.cosine(c.embedding, $vector) AS score\n"
+            "ORDER BY score DESC, c.id ASC LIMIT $k\n" + _ROW
+        )
+        res = await self.graph_store.read(
+            query,
+            {"ids": matrix.ids[picked].tolist(), "vector": params["vector"], "k": k},
+            "searching chunks by vector",
+        )
         return self._rows(res.records)
 
     async def keyword_search(self, text: str, k: int, where: Mapping[str, Any] | None = None) -> list[PassageRow]:

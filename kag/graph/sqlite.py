@@ -35,7 +35,7 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 import numpy as np
 
 from kag.errors import ConfigError, EmbeddingError, InvalidInputError, StoreFormatError
-from kag.graph.base import SOURCES, NodeRecord, RelationRecord
+from kag.graph.base import NodeRecord, RelationRecord
 from kag.graph.memory import MemoryGraphStore, run_locked
 from kag.graph.passages import ChunkRecord, DocumentRecord, Mention
 from kag.graph.passages_memory import MemoryPassageStore
@@ -224,12 +224,12 @@ class SQLiteGraphStore(MemoryGraphStore):
         ns = self.namespace
         node_rows, gone = [], []
         for node_id in node_ids:
-            pos = self._node_pos.get(node_id)
-            if pos is None:
+            node = self.node_at(node_id)
+            if node is None:
                 gone.append((ns, node_id))
             else:
-                data = self.graph.nodes[node_id]
-                node_rows.append((ns, node_id, data["label"], json.dumps(data["props"]), _blob(self._emb[pos])))
+                label, props, embedding = node
+                node_rows.append((ns, node_id, label, json.dumps(props), _blob(embedding)))
         conn.executemany("INSERT OR REPLACE INTO kag_nodes VALUES (?, ?, ?, ?, ?)", node_rows)
         if gone:  # an entity goes with its relationships and its MENTIONS (as DETACH DELETE)
             conn.executemany("DELETE FROM kag_nodes WHERE ns = ? AND id = ?", gone)
@@ -238,13 +238,12 @@ class SQLiteGraphStore(MemoryGraphStore):
             conn.executemany("DELETE FROM kag_mentions WHERE ns = ? AND entity_id = ?", gone)
         rel_rows, rel_gone = [], []
         for rel_id in rel_ids:
-            pos = self._rel_pos.get(rel_id)
+            pos = self.relation_pos(rel_id)
             if pos is None:
                 rel_gone.append((ns, rel_id))
                 continue
-            start, end = self._node_ids[self._rel_src[pos]], self._node_ids[self._rel_dst[pos]]
-            data = self.graph.edges[start, end, rel_id]
-            rel_rows.append((ns, rel_id, data["label"], start, end, json.dumps(data["props"])))
+            _, label, start, end, props = self.relation_at(pos)
+            rel_rows.append((ns, rel_id, label, start, end, json.dumps(props)))
         conn.executemany("INSERT OR REPLACE INTO kag_relations VALUES (?, ?, ?, ?, ?, ?)", rel_rows)
         conn.executemany("DELETE FROM kag_relations WHERE ns = ? AND id = ?", rel_gone)
 
@@ -277,14 +276,10 @@ class SQLiteGraphStore(MemoryGraphStore):
 
     def retract(self, chunk_ids: Collection[str]) -> dict[str, int]:
         """As :meth:`MemoryGraphStore.retract`; the items it changes are committed with the caller's write."""
-        chunks = set(chunk_ids)
-        if chunks:
-            for node, data in self.graph.nodes(data=True):
-                if not chunks.isdisjoint(data["props"].get(SOURCES) or ()):
-                    self._pending_nodes.add(str(node))
-            for _, _, key, data in self.graph.edges(keys=True, data=True):
-                if not chunks.isdisjoint(data["props"].get(SOURCES) or ()):
-                    self._pending_rels.add(str(key))
+        if chunk_ids:
+            nodes, rels = self.provenance_of(chunk_ids)
+            self._pending_nodes.update(nodes)
+            self._pending_rels.update(rels)
         return super().retract(chunk_ids)
 
     # -- persistence -------------------------------------------------------------

@@ -223,6 +223,11 @@ async def served(
                     await tenant.service.kb.store.clear()  # type: ignore[attr-defined]
                     await tenant.service.knowledge.store.clear()
             yield client, count
+            if backend is not None:  # leave nothing behind on the shared server
+                for ns in app.tenants.namespaces:
+                    tenant = await app.tenants.get(ns)
+                    await tenant.service.kb.store.clear()  # type: ignore[attr-defined]
+                    await tenant.service.knowledge.store.clear()
             del _APPS[id(client)]
     finally:
         await server.close()

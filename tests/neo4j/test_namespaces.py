@@ -7,7 +7,7 @@ so a query or delete that forgot the namespace would visibly touch the other ten
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -25,6 +25,24 @@ SHARED = "Paris is the capital of France. The Seine flows through Paris."
 
 def tenant() -> str:
     return f"t-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+async def tenants(neo4j_kb_factory: Callable[..., Any]) -> AsyncIterator[Callable[[], Any]]:
+    """``await make()`` -> two tenants' Knowledge; both namespaces are emptied afterwards."""
+    made: list[Knowledge] = []
+
+    async def make() -> tuple[Knowledge, Knowledge]:
+        pair = await two_tenants(neo4j_kb_factory)
+        made.extend(pair)
+        return pair
+
+    yield make
+    for knowledge in made:  # leave nothing behind on the shared server
+        store = knowledge.kb.store
+        assert isinstance(store, Neo4jGraphStore)
+        await store.clear()
+        await knowledge.store.clear()
 
 
 async def two_tenants(make: Callable[..., Any]) -> tuple[Knowledge, Knowledge]:
@@ -45,8 +63,8 @@ async def two_tenants(make: Callable[..., Any]) -> tuple[Knowledge, Knowledge]:
     return ka, kb
 
 
-async def test_same_ids_live_apart_and_reads_stay_inside(neo4j_kb_factory: Callable[..., Any]) -> None:
-    ka, kb = await two_tenants(neo4j_kb_factory)
+async def test_same_ids_live_apart_and_reads_stay_inside(tenants: Callable[[], Any]) -> None:
+    ka, kb = await tenants()
     paris = City(name="Paris").id
     got_a, got_b = await ka.kb.get(paris), await kb.kb.get(paris)
     assert isinstance(got_a, City) and isinstance(got_b, City)
@@ -80,8 +98,8 @@ async def test_same_ids_live_apart_and_reads_stay_inside(neo4j_kb_factory: Calla
     assert rows == [{"n": 2}]
 
 
-async def test_writes_and_deletes_never_cross(neo4j_kb_factory: Callable[..., Any]) -> None:
-    ka, kb = await two_tenants(neo4j_kb_factory)
+async def test_writes_and_deletes_never_cross(tenants: Callable[[], Any]) -> None:
+    ka, kb = await tenants()
     paris, france = City(name="Paris").id, Country(name="France").id
     before = await ka.counts()
     # deleting an id that both hold removes it from b only
