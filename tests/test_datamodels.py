@@ -128,3 +128,16 @@ def test_a_label_named_like_a_counts_total_is_refused(name: str) -> None:
             (kag.Entity,),
             {"__annotations__": {"label": Literal[name], "name": str}, "label": name},  # type: ignore[valid-type]
         )
+
+
+@pytest.mark.parametrize("label", ["Chunk", "Document", "KagEntity", "KagWrites_City", "KagWrites_"])
+def test_labels_kag_uses_itself_are_refused(label: str) -> None:
+    with pytest.raises(SchemaError, match="reserved"):
+        type("Model", (kag.Entity,), {"__annotations__": {"label": Literal[label]}})  # type: ignore[valid-type]
+    with pytest.raises(SchemaError, match="reserved"):
+        type("Rel", (kag.Relation,), {"__annotations__": {"label": Literal[label], "subj": City, "obj": Country}})  # type: ignore[valid-type]
+
+
+def test_the_namespace_property_is_a_reserved_field() -> None:
+    with pytest.raises(SchemaError, match="reserved"):
+        type("Model", (kag.Entity,), {"__annotations__": {"label": Literal["Tenanted"], "kag_ns": str}})

@@ -27,6 +27,7 @@ RESERVED_FIELDS = frozenset(
     {"id", "embedding", "kag_data", "kag_text", "kag_subj", "kag_obj", "kag_sources", "kag_direct", "kag_ns"}
 )
 # Labels the graph uses for passages; entity/relation models may not take them.
+RESERVED_LABEL_PREFIX = "KagWrites_"
 RESERVED_LABELS = frozenset({"Document", "Chunk", "HAS_CHUNK", "NEXT", "MENTIONS", "KagEntity"})
 # the totals that counts() reports beside the per-label counts: a label of that name would merge with them
 COUNT_KEYS = frozenset({"nodes", "relations", "documents", "chunks", "mentions"})
@@ -145,6 +146,8 @@ class _Labelled(DataModel):
         check_identifier(value, f"{cls.__name__} label")
         if value in RESERVED_LABELS:
             raise SchemaError(f"label {value!r} is reserved for passages; choose another label.")
+        if value.startswith(RESERVED_LABEL_PREFIX):  # Neo4j write stamps (kag.graph.neo4j_anchor)
+            raise SchemaError(f"labels starting with {RESERVED_LABEL_PREFIX!r} are reserved by kag; choose another.")
         if value in COUNT_KEYS:
             raise SchemaError(
                 f"label {value!r} would collide with the {value!r} total of counts(); "

@@ -223,6 +223,21 @@ class MemoryGraphStore:
             if node_id is not None
         ]
 
+    def records(self) -> tuple[list[NodeRecord], list[RelationRecord]]:
+        """Every node (with its embedding) and relation as the records an ``upsert`` takes, in insertion order."""
+        nodes = [
+            NodeRecord(
+                node_id, self._label_names[self._node_label[pos]], dict(self._node_props[pos] or {}), self._emb[pos]
+            )
+            for pos, node_id in enumerate(self._node_ids)
+            if node_id is not None
+        ]
+        relations = []
+        for pos in np.flatnonzero(self._rels.alive).tolist():
+            rel_id, label, start, end, props = self.relation_at(pos)
+            relations.append(RelationRecord(rel_id, label, start, end, dict(props)))
+        return nodes, relations
+
     def relation_pos(self, rel_id: str) -> int | None:
         """The position of a stored relation, or ``None``."""
         return self._rels.find(rel_id)

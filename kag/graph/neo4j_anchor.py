@@ -47,13 +47,13 @@ from typing import Any
 
 import numpy as np
 
-from kag.datamodels.base import check_identifier
+from kag.datamodels.base import RESERVED_LABEL_PREFIX, check_identifier
 from kag.errors import EmbeddingError
 from kag.query.cypher import NAMESPACE, quote, quote_name
 from kag.query.plan import QueryPlan
 
 log = logging.getLogger(__name__)
-STAMP = "KagWrites_"  # + label: one stamp node per statement that wrote nodes of the label
+STAMP = RESERVED_LABEL_PREFIX  # + label: one stamp node per statement that wrote nodes of the label
 SCREEN = 1e-4  # float32 screening margin on the [0, 1] score scale, as in the memory store
 MAP_CAP = 50_000  # a non-anchor side with more passing nodes keeps its cosine in Cypher
 FIRST_ANCHORS = 64  # anchors sent in the first try of a ranked search with hops (at least k)

@@ -17,9 +17,9 @@ usual. Use the online path (``Neo4jGraphStore.upsert`` / ``bulk_upsert``) for an
 is not a first load of an empty database.
 
 The CSVs follow the schema ``Neo4jGraphStore`` writes: nodes carry the labels
-``KagEntity`` and their own label, the property ``id`` and ``embedding`` (``double[]``,
-the same type an online write stores) plus their flat properties; relations carry ``id``
-and their properties. Command line::
+``KagEntity`` and their own label, the properties ``id``, ``kag_ns`` (the namespace) and
+``embedding`` (``double[]``, the same type an online write stores) plus their flat
+properties; relations carry ``id``, ``kag_ns`` and their properties. Command line::
 
     python -m kag.graph.neo4j_import --store kb.json --home .neo4j/home --lib .neo4j/lib
 
@@ -31,9 +31,7 @@ reads a saved memory store (``MemoryGraphStore.save``) and imports it into the s
 from __future__ import annotations
 
 import argparse
-import base64
 import csv
-import json
 import math
 import os
 import subprocess
@@ -47,11 +45,12 @@ from typing import Any
 
 import numpy as np
 
-from kag.errors import ConfigError, InvalidInputError, StoreError, StoreFormatError
+from kag.errors import ConfigError, InvalidInputError, StoreError
 from kag.graph.base import NodeRecord, RelationRecord
-from kag.graph.memory import FORMAT, VERSION
+from kag.graph.memory import MemoryGraphStore
 from kag.graph.neo4j import ENTITY
-from kag.query.cypher import quote
+from kag.query.cypher import NAMESPACE, quote
+from kag.validation import DEFAULT_NAMESPACE, check_namespace
 
 ARRAY_DELIMITER = "\x1f"  # unit separator: never inside kag ids, labels or property texts
 _SCALARS: dict[type, str] = {bool: "boolean", int: "long", float: "double", str: "string"}
@@ -144,13 +143,19 @@ def _property_columns(label: str, items: Sequence[dict[str, Any]], reserved: set
     return [(key, _column_type(label, key, (props.get(key) for props in items))) for key in keys]
 
 
-def write_csvs(nodes: Sequence[NodeRecord], relations: Sequence[RelationRecord], directory: Path) -> ImportFiles:
-    """Write the importer's CSV files for ``nodes`` and ``relations`` into ``directory``.
+def write_csvs(
+    nodes: Sequence[NodeRecord],
+    relations: Sequence[RelationRecord],
+    directory: Path,
+    namespace: str = DEFAULT_NAMESPACE,
+) -> ImportFiles:
+    """Write the importer's CSV files for ``nodes`` and ``relations`` of ``namespace`` into ``directory``.
 
     Raises:
         InvalidInputError: a property value Neo4j cannot store, a duplicate id, or a relation
             whose endpoint is not among ``nodes``.
     """
+    namespace = check_namespace(namespace)
     directory.mkdir(parents=True, exist_ok=True)
     by_label: dict[str, list[NodeRecord]] = defaultdict(list)
     seen: set[str] = set()
@@ -168,8 +173,8 @@ def write_csvs(nodes: Sequence[NodeRecord], relations: Sequence[RelationRecord],
     files = ImportFiles()
     for number, (label, group) in enumerate(sorted(by_label.items())):
         quote(label)
-        cols = _property_columns(label, [n.properties for n in group], {"id", "embedding"})
-        header = ["id:ID", ":LABEL", *[f"{k}:{t}" for k, t in cols], "embedding:double[]"]
+        cols = _property_columns(label, [n.properties for n in group], {"id", "embedding", NAMESPACE})
+        header = ["id:ID", ":LABEL", f"{NAMESPACE}:string", *[f"{k}:{t}" for k, t in cols], "embedding:double[]"]
         labels = ARRAY_DELIMITER.join([ENTITY, label])
 
         def node_rows(
@@ -182,6 +187,7 @@ def write_csvs(nodes: Sequence[NodeRecord], relations: Sequence[RelationRecord],
                 yield [
                     n.id,
                     labels,
+                    namespace,
                     *[_cell(n.properties.get(k), t, f"{n.id}.{k}") for k, t in cols],
                     ARRAY_DELIMITER.join(repr(float(x)) for x in vec),
                 ]
@@ -201,12 +207,13 @@ def write_csvs(nodes: Sequence[NodeRecord], relations: Sequence[RelationRecord],
         by_type[rel.label].append(rel)
     for number, (label, rgroup) in enumerate(sorted(by_type.items())):
         quote(label)
-        cols = _property_columns(label, [r.properties for r in rgroup], {"id"})
-        header = [":START_ID", ":END_ID", ":TYPE", "id:string", *[f"{k}:{t}" for k, t in cols]]
+        cols = _property_columns(label, [r.properties for r in rgroup], {"id", NAMESPACE})
+        header = [":START_ID", ":END_ID", ":TYPE", "id:string", f"{NAMESPACE}:string", *[f"{k}:{t}" for k, t in cols]]
 
         def rel_rows(rgroup: list[RelationRecord] = rgroup, cols: list[tuple[str, str]] = cols) -> Iterable[list[str]]:
             for r in rgroup:
-                yield [r.start, r.end, r.label, r.id, *[_cell(r.properties.get(k), t, f"{r.id}.{k}") for k, t in cols]]
+                cells = [_cell(r.properties.get(k), t, f"{r.id}.{k}") for k, t in cols]
+                yield [r.start, r.end, r.label, r.id, namespace, *cells]
 
         path = directory / f"relations_{number}.csv"
         _write(path, header, rel_rows())
@@ -251,12 +258,14 @@ def import_records(
     heap: str = "1g",
     workdir: str | os.PathLike[str] | None = None,
     timeout: float | None = None,
+    namespace: str = DEFAULT_NAMESPACE,
 ) -> ImportResult:
     """Load ``nodes`` and ``relations`` into the stopped or not yet started server at ``home``.
 
     ``home`` is the server's home directory (``conf`` defaults to ``home/conf``, whose
     ``neo4j.conf`` names the data directory); ``lib`` holds the Neo4j jars. The CSVs go to
-    ``workdir`` (a temporary directory, removed afterwards, when not given).
+    ``workdir`` (a temporary directory, removed afterwards, when not given). Every node and
+    relation is written in ``namespace`` (see :mod:`kag.graph.neo4j`).
 
     Raises:
         InvalidInputError: the records cannot be imported as given (see :func:`write_csvs`).
@@ -274,7 +283,7 @@ def import_records(
     with tempfile.TemporaryDirectory(prefix="kag-import-") as tmp:
         target = Path(workdir) if workdir is not None else Path(tmp)
         started = time.perf_counter()
-        files = write_csvs(nodes, relations, target)
+        files = write_csvs(nodes, relations, target, namespace)
         csv_seconds = time.perf_counter() - started
         cmd = import_command(
             files,
@@ -314,30 +323,8 @@ def _java() -> str:
 
 
 def read_store_file(path: str | os.PathLike[str]) -> tuple[list[NodeRecord], list[RelationRecord]]:
-    """The records of a saved memory store (``MemoryGraphStore.save``), for the command line."""
-    try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise StoreFormatError(f"cannot read {path} as a kag memory store file ({exc}).") from exc
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("version") != VERSION:
-        raise StoreFormatError(f"{path} is not a kag memory store file of version {VERSION}.")
-    try:
-        nodes = [
-            NodeRecord(
-                str(n["id"]),
-                str(n["label"]),
-                dict(n["props"]),
-                np.frombuffer(base64.b64decode(n["embedding"]), dtype="<f4").astype(np.float32),
-            )
-            for n in doc["nodes"]
-        ]
-        rels = [
-            RelationRecord(str(r["id"]), str(r["label"]), str(r["start"]), str(r["end"]), dict(r["props"]))
-            for r in doc["relations"]
-        ]
-    except (KeyError, TypeError, ValueError) as exc:
-        raise StoreFormatError(f"{path} is not a well-formed kag memory store file ({exc}).") from exc
-    return nodes, rels
+    """The records of a saved memory store (``MemoryGraphStore.save``, any format version it reads)."""
+    return MemoryGraphStore.load(path).records()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -349,6 +336,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--database", default="neo4j")
     parser.add_argument("--overwrite", action="store_true", help="replace a database that holds data")
     parser.add_argument("--heap", default="1g")
+    parser.add_argument("--namespace", default=DEFAULT_NAMESPACE, help="the namespace the graph is loaded into")
     args = parser.parse_args(argv)
     nodes, relations = read_store_file(args.store)
     result = import_records(
@@ -359,6 +347,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         database=args.database,
         overwrite=args.overwrite,
         heap=args.heap,
+        namespace=args.namespace,
     )
     print(
         f"imported {result.nodes} nodes and {result.relations} relations into {args.database} "

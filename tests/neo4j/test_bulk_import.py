@@ -155,6 +155,7 @@ def test_csv_columns_carry_neo4j_types(tmp_path: Path) -> None:
     assert header == [
         "id:ID",
         ":LABEL",
+        "kag_ns:string",
         "kag_direct:boolean",
         "kag_sources:string[]",
         "label:string",
@@ -162,7 +163,8 @@ def test_csv_columns_carry_neo4j_types(tmp_path: Path) -> None:
         "embedding:double[]",
     ]
     rel_header = files.relations[0].read_text(encoding="utf-8").splitlines()[0]
-    assert rel_header == ":START_ID,:END_ID,:TYPE,id:string,km:double"
+    assert rel_header == ":START_ID,:END_ID,:TYPE,id:string,kag_ns:string,km:double"
+    assert files.nodes[0].read_text(encoding="utf-8").splitlines()[1].split(",")[2] == "default"
     assert (files.node_count, files.relation_count) == (2, 1)
 
 
