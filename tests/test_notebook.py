@@ -23,7 +23,7 @@ def test_explore_notebook_executes() -> None:
     text = "\n".join(o.get("text", "") + o.get("data", {}).get("text/plain", "") for o in outputs)
     assert "Paris -[IsCapitalOf]-&gt; France" in html  # the triplet table
     assert "<svg" in html and "Lyon" in html  # the subgraph view
-    assert "MATCH (n0:`City`)-[r1:`IsCapitalOf`]->(n1)" in text  # the compiled Cypher
+    assert "MATCH (n0:`City` {kag_ns: $ns})-[r1:`IsCapitalOf`]->(n1" in text  # the compiled Cypher
     assert "(3, ['Barcelona', 'Hamburg', 'Lyon', 'Marseille', 'Milan', 'Munich', 'Osaka'])" in text
     assert "'City': 12" in text
     assert "'Rome (extractive answer" in text  # the program's answer

@@ -260,8 +260,8 @@ async def test_two_knowledge_bases_write_the_same_entities_at_once(neo4j_kb_fact
     store = a.store
     assert isinstance(store, Neo4jGraphStore)
     ids = await store.run(
-        "MATCH (n:KagEntity) WITH n.id AS id, count(*) AS c WHERE c > 1 RETURN count(id) AS dup",
-        {},
+        "MATCH (n:KagEntity {kag_ns: $ns}) WITH n.id AS id, count(*) AS c WHERE c > 1 RETURN count(id) AS dup",
+        {"ns": store.namespace},
         write=False,
         what="checking duplicates",
     )

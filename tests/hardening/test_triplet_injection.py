@@ -8,6 +8,7 @@ The same payloads run on both backends in ``test_neo4j_hardening.py``.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,7 @@ from kag.errors import InvalidInputError, SchemaError
 from kag.examples.seed import ENTITY_MODELS, RELATION_MODELS, City
 from kag.query.cypher import CompiledQuery, compile_plan
 from kag.query.plan import QueryPlan, plan_triplet_search
+from kag.validation import check_namespace
 from tests.hardening import BAD_LABELS, BAD_RELATIONS, ENTITY_LABELS, INJECTIONS, RELATION_LABELS, Payload, payloads
 
 SCHEMA = kag.GraphSchema(ENTITY_MODELS, RELATION_MODELS)
@@ -28,9 +30,10 @@ PAYLOADS = payloads(10_000)
 ALLOWED_WORDS = {
     "MATCH", "WITH", "WHERE", "AND", "NOT", "EXISTS", "RETURN", "ORDER", "BY", "DESC", "LIMIT", "AS",
     "count", "vector", "similarity", "cosine", "embedding", "startNode", "id", "null", "score", "IN",
+    "kag_ns",  # the namespace property of every node pattern (its value is the parameter $ns)
 }  # fmt: skip
 FORBIDDEN = re.compile(r"\b(DELETE|DETACH|CREATE|MERGE|SET|REMOVE|CALL|LOAD|DROP|FOREACH|UNION|apoc|dbms)\b", re.I)
-PARAM_OR_VAR = re.compile(r"^(\$?[nrsvl]\d+(_\d+)?(_id|_ids|_props|_forward)?|\$threshold|\$k|threshold|k)$")
+PARAM_OR_VAR = re.compile(r"^(\$?[nrsvl]\d+(_\d+)?(_id|_ids|_props|_forward)?|\$threshold|\$k|\$ns|threshold|k)$")
 ENTITY_ID = re.compile(r"^e_[0-9a-f]{24}$")  # linked texts carry entity ids the store made, never caller text
 
 
@@ -72,7 +75,9 @@ def check_compiled(compiled: CompiledQuery, texts: list[str], template: Compiled
     for name in re.findall(r"\$([A-Za-z0-9_]+)", text):
         assert name in compiled.params
     for name, value in compiled.params.items():  # numbers, vectors and entity ids: never caller text
-        if name.endswith("_ids"):
+        if name == "ns":  # the store's namespace, never the caller's
+            assert value == template.params.get("ns") and check_namespace(value) == value
+        elif name.endswith("_ids"):
             assert all(isinstance(x, str) and ENTITY_ID.match(x) for x in value), name
         elif isinstance(value, dict):
             assert all(ENTITY_ID.match(key) and type(v) is float for key, v in value.items()), name
@@ -82,13 +87,13 @@ def check_compiled(compiled: CompiledQuery, texts: list[str], template: Compiled
             assert type(value) in (int, float), name
 
 
-def compile_payload(payload: Payload) -> CompiledQuery | Exception:
-    """Plan + compile, returning the typed error instead of raising it."""
+def compile_payload(payload: Payload, namespace: str | None = None) -> CompiledQuery | Exception:
+    """Plan + compile (in ``namespace``, as a store sets it), returning the typed error instead of raising it."""
     try:
         plan = plan_triplet_search(payload.search, SCHEMA, k=10, threshold=0.5)
     except (SchemaError, InvalidInputError) as exc:
         return exc
-    return compile_plan(bind_constant(plan))
+    return compile_plan(bind_constant(replace(plan, namespace=namespace)))
 
 
 def test_generator_covers_the_attack_surface() -> None:
@@ -165,7 +170,7 @@ async def test_real_embedder_path_keeps_texts_out_of_the_query() -> None:
             compiled = await raw.compile(payload.search, k=5, threshold=0.6)
         except SchemaError:
             continue
-        template = compile_payload(Payload(with_placeholders(payload.search), False, False))
+        template = compile_payload(Payload(with_placeholders(payload.search), False, False), raw.namespace)
         assert isinstance(template, CompiledQuery)
         check_compiled(compiled, payload.texts(), template)
         linked_query = await linked.compile(payload.search, k=5, threshold=0.6)
