@@ -30,7 +30,7 @@ from kag.datamodels.base import DataModel, Field
 from kag.errors import GenerationError
 from kag.examples.world import load_world, world_data, world_knowledge_base
 from kag.lm.base import LanguageModel
-from kag.lm.jsonschema_check import validate_json_schema
+from kag.lm.jsonschema_check import fill_defaults, validate_json_schema
 from kag.lm.lexical import LexicalLM
 from kag.lm.llamacpp import LOCAL, LlamaCppLM
 from kag.programs import Generator, Input, KnowledgeRetriever, Program
@@ -158,7 +158,8 @@ async def validity(kb: Any, questions: list[str]) -> dict[str, Any]:
         messages = retriever.messages(Query(query=question))
         # the grammar alone: JSON + strict schema + declared labels, first try
         search = await first_try.generate(messages, plain)
-        validate_json_schema(search, strict)
+        # properties the grammar leaves out (the extended language) count with their declared defaults
+        validate_json_schema(fill_defaults(search, strict), strict)
         out["plain_json"] += 1
         try:
             retriever.validate_search(search)
