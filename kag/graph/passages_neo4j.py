@@ -405,14 +405,14 @@ class Neo4jPassageStore:
         if near.shape[0] > RESCORE_CAP:
             return None
         picked = near if rows is None else rows[near]
-        query = (
-            "UNWIND $ids AS id MATCH (c:Chunk {id: id})\n"
+        query = (  # by (id, namespace): ids are content hashes that another namespace may hold too
+            f"UNWIND $ids AS id MATCH (c:Chunk {{id: id, {_NS}}})\n"
             "WITH c, vector.similarity.cosine(c.embedding, $vector) AS score\n"
             "ORDER BY score DESC, c.id ASC LIMIT $k\n" + _ROW
         )
         res = await self.graph_store.read(
             query,
-            {"ids": matrix.ids[picked].tolist(), "vector": params["vector"], "k": k},
+            {"ids": matrix.ids[picked].tolist(), "vector": params["vector"], "k": k, "ns": params["ns"]},
             "searching chunks by vector",
         )
         return self._rows(res.records)

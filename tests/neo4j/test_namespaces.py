@@ -57,8 +57,9 @@ async def two_tenants(make: Callable[..., Any]) -> tuple[Knowledge, Knowledge]:
             IsCityOf(subj=City(name="Atlantis"), obj=Country(name="France")),
         ]
     )
-    await ka.add(kag.Document.from_text(SHARED, source="shared.md"))
-    await kb.add(kag.Document.from_text(SHARED, source="shared.md"))  # the same document id in both
+    # the same document and chunk ids in both (ids hash source and text), told apart by their metadata
+    await ka.add(kag.Document.from_text(SHARED, source="shared.md", metadata={"owner": "a"}))
+    await kb.add(kag.Document.from_text(SHARED, source="shared.md", metadata={"owner": "b"}))
     await ka.add(kag.Document.from_text("Only tenant A knows the word zanzibarian.", source="a.md"))
     return ka, kb
 
@@ -92,6 +93,12 @@ async def test_same_ids_live_apart_and_reads_stay_inside(tenants: Callable[[], A
         assert all("zanzibarian" not in h.text for h in hits)
         assert any("zanzibarian" in h.text for h in await ka.search("zanzibarian", k=10, mode=mode))
     assert [d.source for d in await kb.documents()] == ["shared.md"]
+    # the same chunk ids in both: every passage path returns the caller's own copy only
+    for mode in ("vector", "keyword", "hybrid"):
+        for knowledge, owner in ((ka, "a"), (kb, "b")):
+            found = await knowledge.search("Seine flows through Paris", k=10, mode=mode)
+            hits = [h for h in found if h.kind == "passage" and h.source == "shared.md"]
+            assert hits and {h.metadata.get("owner") for h in hits} == {owner}, (mode, owner)
 
     # a raw read-only query gets the store's namespace as $ns
     rows = await kb.kb.query("MATCH (n:City) WHERE n.kag_ns = $ns RETURN count(n) AS n")
