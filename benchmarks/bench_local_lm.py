@@ -174,7 +174,7 @@ async def validity(kb: Any, questions: list[str]) -> dict[str, Any]:
         started = time.perf_counter()
         search = await first_try.generate(messages, typed, validate=retriever.validate_search)
         latencies.append(time.perf_counter() - started)
-        validate_json_schema(search, strict)
+        validate_json_schema(fill_defaults(search, strict), strict)
         out["typed_plan_first"] += 1
         out["typed_completion_tokens"] += first_try.last_usage["completion_tokens"]
         out["typed_seconds"] += first_try.last_usage["seconds"]
