@@ -12,6 +12,7 @@ import asyncio
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 from benchmarks import (
     bench_bm25,
@@ -79,36 +80,15 @@ def main() -> None:
     started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     reports: list[Report] = []
     t0 = time.perf_counter()
+    failed: list[str] = []
     for name in args.only:
         log(f"=== {name} (load average {load()})")
-        if name == "bm25":
-            report = bench_bm25.run()
-        elif name == "vector":
-            report = asyncio.run(bench_vector.run())
-        elif name == "memory":
-            report = asyncio.run(bench_memory.run(args.memory_edges))
-        elif name == "memory_scale":
-            report = asyncio.run(bench_memory_scale.run())
-        elif name == "rag_index":
-            report = asyncio.run(bench_rag_index.run())
-        elif name == "embedders":
-            report = asyncio.run(bench_embedders.run())
-        elif name == "local_lm":
-            report = asyncio.run(bench_local_lm.run())
-        elif name == "triplet":
-            report = asyncio.run(bench_triplet.run(settings, args.memory_edges, args.neo4j_edges, args.build_budget))
-        elif name == "scale":
-            report = asyncio.run(bench_scale.run(settings, tuple(args.scale_sizes), budget_s=2 * args.build_budget))
-        elif name == "passages":
-            if settings is None:
-                report = Report("Passage vector search on Neo4j at scale", notes=["skipped: no NEO4J_URI"])
-            else:
-                report = asyncio.run(bench_passages_ann.run(settings=settings))
-        else:
-            if settings is None:
-                report = Report("Bulk ingest into Neo4j", notes=["skipped: no NEO4J_URI"])
-            else:
-                report = asyncio.run(bench_ingest.run(settings, args.ingest_step))
+        try:
+            report = run_one(name, args, settings)
+        except Exception as exc:  # one broken benchmark must not lose the other figures
+            log(f"{name} failed: {exc!r}")
+            failed.append(name)
+            report = Report(f"{name} (failed)", notes=[f"the benchmark raised {type(exc).__name__}: {exc}"])
         reports.append(report)
         loads.append(load())
         print(report.markdown(), flush=True)
@@ -141,6 +121,40 @@ def main() -> None:
     args.output.write_text("\n".join(lines), encoding="utf-8")
     print(goal_summary(results), flush=True)
     log(f"wrote {args.output} ({met} of {len(goals)} goals met)")
+    if failed:
+        raise SystemExit(f"benchmarks that failed (their sections in {args.output} say why): {', '.join(failed)}")
+
+
+def run_one(name: str, args: argparse.Namespace, settings: Any) -> Report:
+    """Run the benchmark ``name`` with the command line's sizes."""
+    if name == "bm25":
+        return bench_bm25.run()
+    elif name == "vector":
+        return asyncio.run(bench_vector.run())
+    elif name == "memory":
+        return asyncio.run(bench_memory.run(args.memory_edges))
+    elif name == "memory_scale":
+        return asyncio.run(bench_memory_scale.run())
+    elif name == "rag_index":
+        return asyncio.run(bench_rag_index.run())
+    elif name == "embedders":
+        return asyncio.run(bench_embedders.run())
+    elif name == "local_lm":
+        return asyncio.run(bench_local_lm.run())
+    elif name == "triplet":
+        return asyncio.run(bench_triplet.run(settings, args.memory_edges, args.neo4j_edges, args.build_budget))
+    elif name == "scale":
+        return asyncio.run(bench_scale.run(settings, tuple(args.scale_sizes), budget_s=2 * args.build_budget))
+    elif name == "passages":
+        if settings is None:
+            return Report("Passage vector search on Neo4j at scale", notes=["skipped: no NEO4J_URI"])
+        else:
+            return asyncio.run(bench_passages_ann.run(settings=settings))
+    else:
+        if settings is None:
+            return Report("Bulk ingest into Neo4j", notes=["skipped: no NEO4J_URI"])
+        else:
+            return asyncio.run(bench_ingest.run(settings, args.ingest_step))
 
 
 def goal_summary(results: list[Result]) -> str:
