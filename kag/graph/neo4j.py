@@ -32,7 +32,7 @@ import os
 import random
 import time
 from collections import OrderedDict, defaultdict
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -748,15 +748,18 @@ async def _missing_endpoints(tx: Any, rows: Sequence[dict[str, Any]], namespace:
     return [record["id"] for record in await result.fetch(2**31 - 1)]
 
 
-def plain_properties(props: Mapping[str, Any]) -> dict[str, Any]:
+def plain_properties(props: Mapping[str, Any], drop: Collection[str] = ()) -> dict[str, Any]:
     """Properties with Neo4j temporal values as ISO text (a graph kag did not write may hold them;
-    introspected models declare them as text)."""
-    return {k: v.iso_format() if hasattr(v, "iso_format") else v for k, v in props.items()}
+    introspected models declare them as text), without ``drop`` and null values."""
+    return {
+        k: v.iso_format() if hasattr(v, "iso_format") else v
+        for k, v in props.items()
+        if k not in drop and v is not None
+    }
 
 
 def _clean(props: dict[str, Any] | None) -> dict[str, Any]:
-    kept = {k: v for k, v in (props or {}).items() if k not in ("embedding", NAMESPACE) and v is not None}
-    return plain_properties(kept)
+    return plain_properties(props or {}, ("embedding", NAMESPACE))
 
 
 def _check_props(props: Mapping[str, Any]) -> None:

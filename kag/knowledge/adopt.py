@@ -108,7 +108,7 @@ async def _adopt_nodes(
             return adopted
         entities: list[tuple[str, Entity]] = []
         for record in res.records:
-            eid, props = record["eid"], plain_properties(dict(record["props"]))
+            eid, props = record["eid"], plain_properties(record["props"])
             try:
                 entity = model.model_validate({**unflatten(model, props), "label": label})
             except pydantic.ValidationError as exc:
@@ -188,7 +188,7 @@ async def _adopt_relations(
             return adopted
         rows: list[dict[str, Any]] = []
         for record in res.records:
-            eid, props = record["eid"], plain_properties(dict(record["props"]))
+            eid, props = record["eid"], plain_properties(record["props"])
             try:
                 subj, obj = _entity(kb, plain_properties(record["a"])), _entity(kb, plain_properties(record["b"]))
                 relation = model.model_validate({**unflatten(model, props), "subj": subj, "obj": obj})

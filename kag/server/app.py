@@ -141,53 +141,48 @@ class App:
         finally:
             if self.metrics is not None:
                 self.metrics.in_flight.dec()
-        elapsed = time.perf_counter() - start
+        self._record(
+            request.client,
+            request.method,
+            route,
+            response.status,
+            time.perf_counter() - start,
+            namespace[0] if namespace else "-",
+            key.key_id if key is not None else "-",
+        )
+        return response
+
+    def _record(
+        self, client: str, method: str, route: str, status: int, seconds: float, namespace: str, key_id: str
+    ) -> None:
+        """Count one answered request and write its access log line (never bodies or keys)."""
         if self.metrics is not None:
-            self.metrics.observe_request(request.method, route, response.status, elapsed)
+            self.metrics.observe_request(method, route, status, seconds)
         if access_logger.isEnabledFor(logging.INFO):
-            key_id = key.key_id if key is not None else "-"
-            ns = namespace[0] if namespace else "-"
             access_logger.info(
                 "%s %s %s %d %.1fms ns=%s key=%s",
-                request.client or "-",
-                request.method[:16],
+                client or "-",
+                method[:16],
                 route,
-                response.status,
-                elapsed * 1000,
-                ns,
+                status,
+                seconds * 1000,
+                namespace,
                 key_id,
                 extra={
-                    "namespace": ns,
-                    "client": request.client,
-                    "method": request.method[:16],
+                    "namespace": namespace,
+                    "client": client,
+                    "method": method[:16],
                     "route": route,
-                    "status": response.status,
-                    "latency_ms": round(elapsed * 1000, 3),
+                    "status": status,
+                    "latency_ms": round(seconds * 1000, 3),
                     "key_id": key_id,
                 },
             )
-        return response
 
     def refused(self, client: str, status: int, seconds: float) -> None:
         """A request the HTTP server refused itself (malformed, too large, too slow, shed): counted
         under route ``refused`` and logged like any other, with method ``-`` (it was never parsed)."""
-        if self.metrics is not None:
-            self.metrics.observe_request("-", "refused", status, seconds)
-        access_logger.info(
-            "%s - refused %d %.1fms ns=- key=-",
-            client or "-",
-            status,
-            seconds * 1000,
-            extra={
-                "client": client,
-                "method": "-",
-                "route": "refused",
-                "status": status,
-                "latency_ms": round(seconds * 1000, 3),
-                "namespace": "-",
-                "key_id": "-",
-            },
-        )
+        self._record(client, "-", "refused", status, seconds, "-", "-")
 
     async def _answer(self, request: Request, namespace: list[str]) -> tuple[Response, APIKey | None]:
         if self.allowed_hosts is not None and not host_allowed(request.header("host"), self.allowed_hosts):
