@@ -34,6 +34,7 @@ import pytest
 from kag.datamodels.documents import Document
 from kag.examples.seed import City, Country
 from kag.server import HTTPServer, Service, create_app
+from kag.server.app import App
 from kag.server.auth import APIKeys
 
 SEED = "kag.examples.seed"
@@ -161,7 +162,7 @@ def passage(ns: str) -> str:
     return f"The archive of {s['city']} in {s['country']} keeps the register {s['code']}."
 
 
-async def seed(client: httpx.AsyncClient) -> None:
+async def seed(client: httpx.AsyncClient, app: App) -> None:
     for ns in TENANTS:
         s = SECRETS[ns]
         key = KEYS[ns] if ns != "default" else KEYS["admin"]
@@ -175,15 +176,11 @@ async def seed(client: httpx.AsyncClient) -> None:
         r = await client.post("/ingest", json=body, headers={"Authorization": f"Bearer {key}"})
         assert r.status_code == 200, r.text
         # a passage with a fixed source, so that deletes can name it
-        service = await tenant_service(client, ns)
+        service = await tenant_service(app, ns)
         await service.knowledge.add(Document.from_text(passage(ns), source=f"{ns}.md"))
 
 
-_APPS: dict[int, Any] = {}
-
-
-async def tenant_service(client: httpx.AsyncClient, ns: str) -> Service:
-    app = _APPS[id(client)]
+async def tenant_service(app: App, ns: str) -> Service:
     tenant = await app.tenants.get(ns)
     service: Service = tenant.service
     return service
@@ -201,7 +198,7 @@ def backend(request: pytest.FixtureRequest) -> dict[str, str] | None:
 @pytest.fixture
 async def served(
     backend: dict[str, str] | None, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[tuple[httpx.AsyncClient, int]]:
+) -> AsyncIterator[tuple[httpx.AsyncClient, int, App]]:
     if backend is not None:
         monkeypatch.setenv("NEO4J_USERNAME", backend["user"])
         monkeypatch.setenv("NEO4J_PASSWORD", backend["password"])
@@ -215,20 +212,18 @@ async def served(
     await server.start()
     try:
         async with httpx.AsyncClient(base_url=server.url, timeout=60) as client:
-            _APPS[id(client)] = app
             if backend is not None:  # leftovers of an earlier run in these namespaces
                 for ns in (*TENANTS, "BETA", "gamma"):
                     tenant = await app.tenants.get(ns)
                     await tenant.service.knowledge.ready()
                     await tenant.service.kb.store.clear()  # type: ignore[attr-defined]
                     await tenant.service.knowledge.store.clear()
-            yield client, count
+            yield client, count, app
             if backend is not None:  # leave nothing behind on the shared server
                 for ns in app.tenants.namespaces:
                     tenant = await app.tenants.get(ns)
                     await tenant.service.kb.store.clear()  # type: ignore[attr-defined]
                     await tenant.service.knowledge.store.clear()
-            del _APPS[id(client)]
     finally:
         await server.close()
         await app.tenants.aclose()
@@ -238,9 +233,9 @@ def foreign_secrets(ns: str | None) -> list[str]:
     return [v for other in TENANTS if other != ns for v in SECRETS[other].values()]
 
 
-async def test_hostile_requests_never_cross_namespaces(served: tuple[httpx.AsyncClient, int]) -> None:
-    client, count = served
-    await seed(client)
+async def test_hostile_requests_never_cross_namespaces(served: tuple[httpx.AsyncClient, int, App]) -> None:
+    client, count, app = served
+    await seed(client, app)
     rng = random.Random(20261203)
     seen: Counter[tuple[str, int]] = Counter()
     key_names = ["alpha", "beta", "read", "admin", "none", "forged"]
@@ -272,12 +267,12 @@ async def test_hostile_requests_never_cross_namespaces(served: tuple[httpx.Async
 
     # every namespace is intact and holds only the writes meant for it
     for ns in (*TENANTS, "gamma", "BETA"):
-        service = await tenant_service(client, ns)
+        service = await tenant_service(app, ns)
         names = await entities_of(service)
         written = [n for n in names if n.startswith("W")]
         assert all(n.endswith(f"in{ns}") for n in written), (ns, [n for n in written if not n.endswith(f"in{ns}")])
     for ns in TENANTS:
-        service = await tenant_service(client, ns)
+        service = await tenant_service(app, ns)
         s = SECRETS[ns]
         assert await service.kb.get(City(name=s["city"]).id) is not None, ns
         assert await service.kb.get(Country(name=s["country"]).id) is not None, ns
