@@ -152,12 +152,24 @@ def flatten(model_obj: Entity | Relation, include: set[str] | None = None) -> di
     return out
 
 
+def _fields_of(model: type[Entity] | type[Relation]) -> tuple[frozenset[str], tuple[str, ...]]:
+    """The model's storable field names and its required ones, cached on the class: reading
+    ``model_fields`` per row costs more than the rest of hydrating it."""
+    cached = model.__dict__.get("_kag_fields")
+    if cached is None:
+        fields = {k: v for k, v in model.model_fields.items() if k not in ("subj", "obj", "id", "embedding")}
+        cached = (frozenset(fields), tuple(k for k, info in fields.items() if info.is_required()))
+        model._kag_fields = cached  # type: ignore[union-attr]
+    return cached
+
+
 def unflatten(model: type[Entity] | type[Relation], props: dict[str, Any]) -> dict[str, Any]:
     """Inverse of :func:`flatten` (minus bookkeeping keys), ready for ``model_validate``."""
     encoded = json_fields(model)
+    fields, required = _fields_of(model)
     out: dict[str, Any] = {}
     for key, value in props.items():
-        if key in ("id", "embedding") or key not in model.model_fields:
+        if key not in fields:
             continue
         if key in encoded and isinstance(value, str):
             try:
@@ -165,7 +177,7 @@ def unflatten(model: type[Entity] | type[Relation], props: dict[str, Any]) -> di
             except json.JSONDecodeError as exc:
                 raise StoreFormatError(f"property {key!r} of a {model.__name__} is not valid JSON.") from exc
         out[key] = value
-    for key, info in model.model_fields.items():
-        if key not in out and key not in ("subj", "obj") and info.is_required():
+    for key in required:
+        if key not in out:
             out[key] = None  # stored None was dropped; let validation decide
     return out

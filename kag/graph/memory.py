@@ -107,6 +107,7 @@ class _Index:
     edges: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]  # type code -> (src, dst, rel)
     unit_rows: bool = False  # every stored embedding has norm 1 (to float32 precision)
     rows: dict[tuple[str, ...], np.ndarray] = field(default_factory=dict)  # labels -> node positions
+    others: dict[tuple[str, ...], np.ndarray] = field(default_factory=dict)  # labels -> every other position
     # labels -> (mask, factor of ones) of a node pattern without texts or filters (read-only)
     masks: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     adjacency: dict[tuple[tuple[str, ...], tuple[str, ...]], _Adjacency] = field(default_factory=dict)
@@ -550,6 +551,15 @@ class MemoryGraphStore:
             rows = idx.rows[labels] = np.flatnonzero(np.isin(idx.label_code, np.asarray(codes, dtype=np.int32)))
         return rows
 
+    def _others_of(self, idx: _Index, labels: tuple[str, ...], rows: np.ndarray) -> np.ndarray:
+        """Every node position (deleted ones too) that is not one of ``labels``' ``rows``."""
+        others = idx.others.get(labels)
+        if others is None:
+            keep = np.ones(idx.label_code.shape[0], dtype=bool)
+            keep[rows] = False
+            others = idx.others[labels] = np.flatnonzero(keep)
+        return others
+
     def _scored_rows(
         self,
         idx: _Index,
@@ -589,10 +599,19 @@ class MemoryGraphStore:
                 if near_rows is not None:
                     rows = near_rows
             # a large label is cheaper to score in place than to copy out of the matrix
-            if rows.shape[0] == n:
+            whole = rows.shape[0] == n
+            if whole:
                 dots = self._emb[:n] @ q32
+            elif 4 * rows.shape[0] < n:
+                dots = self._emb[rows] @ q32
+            elif part is None and idx.unit_rows and rows is self._rows_of(idx, spec.labels):
+                # unit rows, the label's own rows: rule the few other rows out in place rather
+                # than gather every score of the label (a pass over the label saved)
+                dots = self._emb[:n] @ q32
+                dots[self._others_of(idx, spec.labels, rows)] = -np.inf
+                whole = True  # positions and rows coincide now
             else:
-                dots = (self._emb[:n] @ q32)[rows] if 4 * rows.shape[0] >= n else self._emb[rows] @ q32
+                dots = (self._emb[:n] @ q32)[rows]
             # screen on a scale monotonic in the score: for unit rows the raw float32 dots, where
             # score = 0.5 + dot / (2 |q|), so no pass over the rows converts them first
             if idx.unit_rows:
@@ -608,7 +627,7 @@ class MemoryGraphStore:
                 if passing.shape[0] > limit:  # only rows near the limit-th best can rank
                     floor = max(floor, _kth_largest(passing, limit) - margin)
             near = np.flatnonzero(approx >= floor)
-            rows, part = rows[near], (None if part is None else part[near])
+            rows, part = (near if whole else rows[near]), (None if part is None else part[near])
             exact = (self._emb[rows].astype(np.float64) @ q64) / (self._norm[rows] * q_norm)
             sims = np.clip((1.0 + exact) / 2.0, 0.0, 1.0)
             # compared at float32 precision, as Neo4j reports cosines: the same decision at the threshold

@@ -279,3 +279,33 @@ async def test_the_approximate_index_follows_writes_without_a_rebuild() -> None:
     assert store._ann[("E",)] is index  # not rebuilt
     assert rows[0].node_ids[0] == "new" and rows[0].score == pytest.approx(1.0)
     assert first[0].node_ids[0] not in {r.node_ids[0] for r in rows}
+
+
+@pytest.mark.parametrize(("threshold", "k"), [(0.0, 7), (0.6, 50), (0.55, 3)])
+async def test_a_large_label_scored_in_place_matches_brute_force(threshold: float, k: int) -> None:
+    # label A holds most rows (scored over the whole matrix, the other rows ruled out in place);
+    # deleted rows and B rows must never come back, and scores are the exact cosines
+    rng = np.random.default_rng(21)
+    vectors = [_vec(rng) for _ in range(400)]
+    store = MemoryGraphStore()
+    await store.upsert([NodeRecord(f"n{i:03d}", "B" if i % 10 == 0 else "A", {}, v) for i, v in enumerate(vectors)], [])
+    gone = {f"n{i:03d}" for i in range(1, 400, 37)}
+    await store.delete(sorted(gone))
+    for trial in range(5):
+        q = _vec(rng) if trial else vectors[5]
+        plan = QueryPlan(nodes=(NodeSpec(("A",), ("q",), (q,)),), hops=(), k=k, threshold=threshold)
+        got = [(r.node_ids[0], r.score) for r in store.evaluate(plan).rows]
+        want = []
+        for i, v in enumerate(vectors):
+            nid = f"n{i:03d}"
+            if i % 10 == 0 or nid in gone:
+                continue
+            cos = float(v.astype(np.float64) @ q.astype(np.float64)) / (
+                float(np.linalg.norm(v.astype(np.float64))) * float(np.linalg.norm(q.astype(np.float64)))
+            )
+            score = min(1.0, max(0.0, (1.0 + cos) / 2.0))
+            if np.float32(score) >= np.float32(threshold):
+                want.append((nid, score))
+        want.sort(key=lambda t: (-t[1], t[0]))
+        assert [i for i, _ in got] == [i for i, _ in want[:k]]
+        assert [s for _, s in got] == pytest.approx([s for _, s in want[:k]], abs=1e-12)
