@@ -58,11 +58,22 @@ def check_matrix(matrix: Any, rows: int, dimensions: int, source: str) -> np.nda
     return np.ascontiguousarray(arr / norms, dtype=np.float32)
 
 
+# memo sizes per embedder (bounded, so a long-running index build cannot grow them without end):
+# feature hashes (about 150 B each), words (their feature hashes), and whole short texts, which
+# entity names and queries repeat (a long chunk's arrays would cost kilobytes each)
+_MAX_HASHES = 500_000
+_MAX_WORDS = 200_000
+_MAX_TEXTS = 50_000
+_MAX_CACHED_TEXT = 200  # characters
+
+
 class HashEmbedder:
     """Deterministic signed feature-hashing embedder (no weights, no network).
 
     Features: normalized words (weight 1), adjacent word pairs (weight 1) and
     character trigrams of each word (weight 1.0, which lets typos still match).
+    Feature hashes are memoized per embedder (bounded: see ``_MAX_HASHES``), so a
+    corpus's recurring words and trigrams are hashed once; the vectors are the same.
     """
 
     def __init__(self, dimensions: int = 384, *, trigram_weight: float = 1.0) -> None:
@@ -71,36 +82,58 @@ class HashEmbedder:
         self.dimensions = dimensions
         self.trigram_weight = float(trigram_weight)
         self._cache: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._hashes: dict[str, int] = {}  # feature -> hash
+        self._words: dict[str, list[int]] = {}  # word -> hashes of its word and trigram features
 
     @property
     def name(self) -> str:
         return f"hash-v1-{self.dimensions}-{self.trigram_weight:g}"
+
+    def _hash(self, feature: str) -> int:
+        """The feature's 64-bit hash, memoized: words and trigrams recur across texts, and hashing
+        each occurrence was most of the embedder's time."""
+        h = self._hashes.get(feature)
+        if h is None:
+            h = int.from_bytes(hashlib.blake2b(feature.encode(), digest_size=8).digest(), "little")
+            if len(self._hashes) < _MAX_HASHES:
+                self._hashes[feature] = h
+        return h
+
+    def _word(self, token: str) -> list[int]:
+        """Hashes of a word's own feature followed by its trigrams', memoized per word."""
+        cached = self._words.get(token)
+        if cached is None:
+            padded = f"<{token}>"
+            cached = [self._hash(f"w:{token}")]
+            if self.trigram_weight:
+                cached += [self._hash(f"c:{padded[i : i + 3]}") for i in range(len(padded) - 2)]
+            if len(self._words) < _MAX_WORDS:
+                self._words[token] = cached
+        return cached
 
     def _features(self, text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         cached = self._cache.get(text)
         if cached is not None:
             return cached
         toks = words(text)
-        feats: list[tuple[str, float]] = [(f"w:{t}", 1.0) for t in toks]
+        # features in a fixed order (words, pairs, each word's trigrams): float32 sums depend on it
+        per_word = [self._word(t) for t in toks]
+        hashes = [w[0] for w in per_word]
         if not toks:
             # no word characters ("****", ""): one feature of the raw text keeps the vector
             # non-zero, so it can be stored and compared (it matches only the same text)
-            feats.append((f"raw:{' '.join(text.split())}", 1.0))
-        feats += [(f"b:{a} {b}", 1.0) for a, b in itertools.pairwise(toks)]
-        if self.trigram_weight:
-            for t in toks:
-                padded = f"<{t}>"
-                feats += [(f"c:{padded[i : i + 3]}", self.trigram_weight) for i in range(len(padded) - 2)]
-        idx = np.empty(len(feats), dtype=np.int64)
-        sign = np.empty(len(feats), dtype=np.float32)
-        weight = np.empty(len(feats), dtype=np.float32)
-        for i, (feat, w) in enumerate(feats):
-            h = int.from_bytes(hashlib.blake2b(feat.encode(), digest_size=8).digest(), "little")
-            idx[i] = h % self.dimensions
-            sign[i] = 1.0 if (h >> 63) & 1 else -1.0
-            weight[i] = w
+            hashes.append(self._hash(f"raw:{' '.join(text.split())}"))
+        hashes += [self._hash(f"b:{a} {b}") for a, b in itertools.pairwise(toks)]
+        plain = len(hashes)
+        for w in per_word:
+            hashes.extend(itertools.islice(w, 1, None))
+        h = np.fromiter(hashes, dtype=np.uint64, count=len(hashes))
+        idx = (h % np.uint64(self.dimensions)).astype(np.int64)
+        sign = np.where((h >> np.uint64(63)) & np.uint64(1), np.float32(1.0), np.float32(-1.0)).astype(np.float32)
+        weight = np.ones(len(hashes), dtype=np.float32)
+        weight[plain:] = self.trigram_weight
         out = (idx, sign, weight)
-        if len(self._cache) < 100_000:
+        if len(text) <= _MAX_CACHED_TEXT and len(self._cache) < _MAX_TEXTS:
             self._cache[text] = out
         return out
 
