@@ -63,6 +63,7 @@ READ_ONLY_CACHE_SIZE = 512  # query texts remembered as read-only
 SLOW_QUERY_SECONDS = 1.0  # statements at least this slow are logged at WARNING
 ENTITY = "KagEntity"  # shared label of entity nodes: one id index for lookups and endpoints
 _RETRYABLE = (nx.ServiceUnavailable, nx.SessionExpired, nx.TransientError, OSError)
+MATRIX_RELOADS = ("wait", "background")  # how exact searches meet a stale label matrix
 RELATION_BATCH = 5000  # rows per relation transaction in bulk_upsert (measured: 1000 -> 5000 about 20% faster)
 _LOCK = "kag_write_lock"  # set then removed in one statement: takes the write lock before provenance is read
 
@@ -91,19 +92,31 @@ class Neo4jGraphStore:
         user: str | None = None,
         atomic_rows: int = 5000,
         namespace: str = DEFAULT_NAMESPACE,
+        matrix_reload: str | None = None,
     ) -> None:
         """Settings not given here come from ``NEO4J_USERNAME`` (or the older ``NEO4J_USER``),
         ``NEO4J_PASSWORD`` and ``NEO4J_DATABASE``. ``driver`` is a caller's own sync or async
         driver: it is used as is (its auth and routing) and never closed by kag. ``user`` is the
         older name of ``username``. An upsert of at most ``atomic_rows`` rows is one transaction
         (all or nothing); a larger one is written in resumable batches (see the module docstring).
-        ``namespace`` is the tenant this store reads and writes (see the module docstring)."""
+        ``namespace`` is the tenant this store reads and writes (see the module docstring).
+        ``matrix_reload`` (else ``$KAG_NEO4J_MATRIX_RELOAD``, else ``"wait"``): how an exact search
+        meets a label matrix made stale by a write (see :mod:`kag.graph.neo4j_anchor`). ``"wait"``
+        reloads it first, so every result is the memory store's bit for bit; ``"background"``
+        reloads it in a background task and answers meanwhile from Cypher (the same rows, scores
+        from Neo4j's float32 cosine), so no search waits seconds after a write."""
         if batch_size < 1 or max_retries < 0 or atomic_rows < 0:
             raise ConfigError("batch_size must be >= 1, max_retries and atomic_rows >= 0.")
         if username is not None and user is not None and username != user:
             raise ConfigError("give username= or user= (its older name), not both.")
         self.uri = uri
         self.namespace = check_namespace(namespace)
+        self.matrix_reload = matrix_reload or os.environ.get("KAG_NEO4J_MATRIX_RELOAD") or "wait"
+        if self.matrix_reload not in MATRIX_RELOADS:
+            raise ConfigError(
+                f"matrix_reload must be one of {', '.join(MATRIX_RELOADS)}, got {self.matrix_reload!r} "
+                "(from $KAG_NEO4J_MATRIX_RELOAD when not passed)."
+            )
         self.user = username or user or os.environ.get("NEO4J_USERNAME") or os.environ.get("NEO4J_USER") or "neo4j"
         self._password = password if password is not None else os.environ.get("NEO4J_PASSWORD")
         self.database = database or os.environ.get("NEO4J_DATABASE") or None
@@ -152,6 +165,7 @@ class Neo4jGraphStore:
             backoff=self.backoff,
             atomic_rows=self.atomic_rows,
             namespace=namespace,
+            matrix_reload=self.matrix_reload,
         )
         other._driver = self.driver  # shared as is (a caller's sync driver is already wrapped)
         other._owns_driver = False
@@ -159,6 +173,8 @@ class Neo4jGraphStore:
 
     async def aclose(self) -> None:
         """Close the driver kag opened (a caller's own driver is left open)."""
+        if self._anchor is not None:
+            self._anchor.cancel()
         if self._driver is not None and self._owns_driver:
             await self._driver.close()
         if self._owns_driver:
@@ -601,7 +617,7 @@ class Neo4jGraphStore:
     def anchor_scorer(self) -> AnchorScorer:
         """The per-label embedding matrices exact searches score with (see :mod:`kag.graph.neo4j_anchor`)."""
         if self._anchor is None:
-            self._anchor = AnchorScorer(self.read, self.namespace)
+            self._anchor = AnchorScorer(self.read, self.namespace, background=self.matrix_reload == "background")
         return self._anchor
 
     async def _execute_exact(self, plan: QueryPlan) -> PlanResult | None:

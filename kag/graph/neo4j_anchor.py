@@ -31,13 +31,18 @@ many nodes of a label as it deletes, is not seen until
 Writes that commit while a search runs may be seen by its traversal but not by its
 scores, as Neo4j's read-committed isolation allows for any single query.
 
-Cost: the first search after a write to a label reloads that label's matrix (one
-query returning every id and embedding of the label: seconds for 34k 384-d vectors);
-the matrices take ``4 * dimensions`` bytes per node beside the driver.
+Cost: after a write to a label its matrix is reloaded (one query returning every id and
+embedding of the label: seconds for 34k 384-d vectors). By default
+(``Neo4jGraphStore(matrix_reload="background")``) the reload runs in a background task and
+the searches that arrive meanwhile run as plain Cypher, scoring with
+``vector.similarity.cosine`` (the same rows and scores, about 10 µs per scored node), so
+no search waits for a load; ``matrix_reload="wait"`` makes the first search after a write
+wait for it instead. The matrices take ``4 * dimensions`` bytes per node beside the driver.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import time
@@ -186,10 +191,13 @@ class AnchorScorer:
     any namespace reloads the matrix, which costs time, never correctness.
     """
 
-    def __init__(self, reader: Reader, namespace: str | None = None) -> None:
+    def __init__(self, reader: Reader, namespace: str | None = None, *, background: bool = False) -> None:
         self._read = reader
         self.namespace = namespace
+        # reload a stale matrix in a background task and let the caller answer from Cypher meanwhile
+        self.background = background
         self._labels: dict[str, LabelMatrix] = {}
+        self._loading: dict[str, asyncio.Task[None]] = {}
 
     def invalidate(self, labels: Iterable[str] | None = None) -> None:
         """Forget the cached matrices (of ``labels``, or all): the next search reloads them.
@@ -219,14 +227,57 @@ class AnchorScorer:
         return {label: (int(rec[f"v{i}"]), int(rec[f"c{i}"])) for i, label in enumerate(labels)}
 
     async def matrices(self, labels: Iterable[str]) -> dict[str, LabelMatrix]:
-        """The current matrices of ``labels``, reloading the ones whose version changed."""
+        """The current matrices of ``labels``, reloading the ones whose version changed (and waiting)."""
+        found = await self.current(labels, wait=True)
+        assert found is not None
+        return found
+
+    async def current(self, labels: Iterable[str], *, wait: bool | None = None) -> dict[str, LabelMatrix] | None:
+        """The current matrices of ``labels``; ``None`` while one is being reloaded in the background.
+
+        ``wait`` (default: not :attr:`background`) reloads a missing or stale matrix before
+        returning. Otherwise its reload starts in a background task and ``None`` comes back at
+        once, so the caller answers this search from Cypher (the same rows and scores, slower)
+        instead of waiting seconds for a large label to load.
+        """
+        wait = not self.background if wait is None else wait
         wanted = sorted(set(labels))
         now = await self.versions(wanted)
-        for label in wanted:
-            have = self._labels.get(label)
-            if have is None or have.version != now[label]:
-                self._labels[label] = await self._load(label, now[label])
+        stale = [label for label in wanted if (m := self._labels.get(label)) is None or m.version != now[label]]
+        if stale and not wait:
+            for label in stale:
+                self._reload_later(label, now[label])
+            return None
+        for label in stale:
+            self._labels[label] = await self._load(label, now[label])
         return {label: self._labels[label] for label in wanted}
+
+    def _reload_later(self, label: str, version: tuple[int, int]) -> None:
+        """Start loading ``label`` at ``version`` unless a load of it is already running (a search
+        after that one finishes checks the version again)."""
+        running = self._loading.get(label)
+        if running is not None and not running.done():
+            return
+
+        async def reload() -> None:
+            try:
+                self._labels[label] = await self._load(label, version)
+            except Exception as exc:  # the searches go on from Cypher; the next one tries again
+                log.warning("reloading the %s embeddings failed (%s); searches use Cypher meanwhile", label, exc)
+
+        self._loading[label] = asyncio.ensure_future(reload())
+
+    async def settle(self) -> None:
+        """Wait for the background reloads in flight (a benchmark's or a test's warm-up)."""
+        running = [task for task in self._loading.values() if not task.done()]
+        if running:
+            await asyncio.gather(*running, return_exceptions=True)
+
+    def cancel(self) -> None:
+        """Stop the background reloads in flight (the store is closing)."""
+        for task in self._loading.values():
+            task.cancel()
+        self._loading.clear()
 
     async def _load(self, label: str, version: tuple[int, int]) -> LabelMatrix:
         started = time.perf_counter()
@@ -253,7 +304,9 @@ class AnchorScorer:
         texts = [(i, j) for i in positions for j in range(len(plan.nodes[i].texts)) if plan.nodes[i].link_of(j) is None]
         if not texts:
             return None
-        mats = await self.matrices({label for i, _ in texts for label in plan.nodes[i].labels})
+        mats = await self.current({label for i, _ in texts for label in plan.nodes[i].labels})
+        if mats is None:  # reloading in the background: this search runs in Cypher
+            return None
         links: dict[int, list[Mapping[str, float] | None]] = {}
         other_max = 1.0
         lazy: Screen | None = None
