@@ -53,7 +53,7 @@ from kag.errors import (
 )
 from kag.graph.base import DIRECT, SOURCES, NodeRecord, PlanResult, PlanRow, RelationRecord
 from kag.graph.neo4j_anchor import FIRST_ANCHORS, GROWTH, AnchorScorer, proven, threshold_boundary, version_bump
-from kag.query.cypher import NAMESPACE, CompiledQuery, compile_plan, quote, quote_name, vector_index_name
+from kag.query.cypher import IN_NAMESPACE, NAMESPACE, CompiledQuery, compile_plan, quote, quote_name, vector_index_name
 from kag.query.plan import QueryPlan
 from kag.validation import DEFAULT_NAMESPACE, check_namespace
 
@@ -394,7 +394,7 @@ class Neo4jGraphStore:
         for label, rows in by_label.items():
             query = (
                 "UNWIND $rows AS row\n"
-                f"MERGE (n:{quote(ENTITY)} {{id: row.id, {NAMESPACE}: $ns}})\n"
+                f"MERGE (n:{quote(ENTITY)} {{id: row.id, {IN_NAMESPACE}}})\n"
                 + _merge_sources("n", rows)
                 + f"SET n:{quote(label)}, n += row.props, n.embedding = row.embedding\n"
                 + _merged_sources_tail("n", rows)
@@ -411,9 +411,9 @@ class Neo4jGraphStore:
         for label, rows in rels.items():
             query = (
                 "UNWIND $rows AS row\n"
-                f"MATCH (a:{quote(ENTITY)} {{id: row.start, {NAMESPACE}: $ns}})\n"
-                f"MATCH (b:{quote(ENTITY)} {{id: row.end, {NAMESPACE}: $ns}})\n"
-                f"MERGE (a)-[r:{quote(label)} {{id: row.id, {NAMESPACE}: $ns}}]->(b)\n"
+                f"MATCH (a:{quote(ENTITY)} {{id: row.start, {IN_NAMESPACE}}})\n"
+                f"MATCH (b:{quote(ENTITY)} {{id: row.end, {IN_NAMESPACE}}})\n"
+                f"MERGE (a)-[r:{quote(label)} {{id: row.id, {IN_NAMESPACE}}}]->(b)\n"
                 + _merge_sources("r", rows)
                 + "SET r += row.props\n"
                 + _merged_sources_tail("r", rows)
@@ -506,7 +506,7 @@ class Neo4jGraphStore:
             )
         statements.append(
             (
-                f"UNWIND $ids AS id MATCH (n:{quote(ENTITY)} {{id: id, {NAMESPACE}: $ns}}) "
+                f"UNWIND $ids AS id MATCH (n:{quote(ENTITY)} {{id: id, {IN_NAMESPACE}}}) "
                 "DETACH DELETE n RETURN count(*) AS n",
                 {"ids": ids, "ns": self.namespace},
             )
@@ -523,7 +523,7 @@ class Neo4jGraphStore:
         the nodes).
         """
         src, direct = quote(SOURCES), quote(DIRECT)
-        node = f"{quote(ENTITY)} {{{NAMESPACE}: $ns}}"
+        node = f"{quote(ENTITY)} {{{IN_NAMESPACE}}}"
         chunks = "$" + chunks_param
 
         def step(match: str, var: str, delete: str) -> str:
@@ -663,7 +663,7 @@ class Neo4jGraphStore:
 
     async def get_nodes(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         res = await self.read(
-            f"UNWIND $ids AS id MATCH (n:{quote(ENTITY)} {{id: id, {NAMESPACE}: $ns}}) "
+            f"UNWIND $ids AS id MATCH (n:{quote(ENTITY)} {{id: id, {IN_NAMESPACE}}}) "
             "RETURN n.id AS id, n {.*, embedding: null} AS props",
             {"ids": list(ids), "ns": self.namespace},
             "reading nodes",
@@ -684,7 +684,7 @@ class Neo4jGraphStore:
 
     async def counts(self) -> dict[str, int]:
         out: dict[str, int] = {"nodes": 0, "relations": 0}
-        ns, params = f"{{{NAMESPACE}: $ns}}", {"ns": self.namespace}
+        ns, params = f"{{{IN_NAMESPACE}}}", {"ns": self.namespace}
         for label in self._entity_labels:
             res = await self.read(f"MATCH (n:{quote(label)} {ns}) RETURN count(n) AS n", params, "counting nodes")
             out[label] = int(res.records[0]["n"])
@@ -702,7 +702,7 @@ class Neo4jGraphStore:
         self, ids: Sequence[str], depth: int = 1, limit: int = 200
     ) -> tuple[dict[str, dict[str, Any]], list[tuple[str, str, str]]]:
         """Nodes (id -> properties) and edges (start, end, type) within ``depth`` hops of ``ids``."""
-        node = f"{quote(ENTITY)} {{{NAMESPACE}: $ns}}"
+        node = f"{quote(ENTITY)} {{{IN_NAMESPACE}}}"
         res = await self.read(
             f"MATCH (n:{node}) WHERE n.id IN $ids RETURN n.id AS id, n {{.*, embedding: null}} AS props",
             {"ids": list(ids), "ns": self.namespace},
@@ -733,8 +733,7 @@ class Neo4jGraphStore:
     async def clear(self) -> None:
         """Delete every kag entity of this namespace and its relations (tests and re-ingests)."""
         query = (
-            f"MATCH (n:{quote(ENTITY)} {{{NAMESPACE}: $ns}}) "
-            "CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS"
+            f"MATCH (n:{quote(ENTITY)} {{{IN_NAMESPACE}}}) CALL (n) {{ DETACH DELETE n }} IN TRANSACTIONS OF 5000 ROWS"
         )
 
         async def call() -> None:
@@ -780,7 +779,7 @@ def _merged_sources_tail(var: str, rows: Sequence[dict[str, Any]]) -> str:
 async def _missing_endpoints(tx: Any, rows: Sequence[dict[str, Any]], namespace: str) -> list[str]:
     ids = sorted({row["start"] for row in rows} | {row["end"] for row in rows})
     result = await tx.run(
-        f"UNWIND $ids AS id OPTIONAL MATCH (n:{quote(ENTITY)} {{id: id, {NAMESPACE}: $ns}}) "
+        f"UNWIND $ids AS id OPTIONAL MATCH (n:{quote(ENTITY)} {{id: id, {IN_NAMESPACE}}}) "
         "WITH id, n WHERE n IS NULL RETURN id",
         {"ids": ids, "ns": namespace},
     )

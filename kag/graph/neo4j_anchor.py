@@ -54,7 +54,7 @@ import numpy as np
 
 from kag.datamodels.base import RESERVED_LABEL_PREFIX, check_identifier
 from kag.errors import EmbeddingError
-from kag.query.cypher import NAMESPACE, quote, quote_name
+from kag.query.cypher import IN_NAMESPACE, quote, quote_name
 from kag.query.plan import QueryPlan
 
 log = logging.getLogger(__name__)
@@ -281,7 +281,7 @@ class AnchorScorer:
 
     async def _load(self, label: str, version: tuple[int, int]) -> LabelMatrix:
         started = time.perf_counter()
-        own = "" if self.namespace is None else f" {{{NAMESPACE}: $ns}}"
+        own = "" if self.namespace is None else f" {{{IN_NAMESPACE}}}"
         res = await self._read(
             f"MATCH (n:{quote(label)}{own}) WHERE n.embedding IS NOT NULL RETURN n.id AS id, n.embedding AS e",
             {"ns": self.namespace} if self.namespace is not None else {},

@@ -32,7 +32,7 @@ from kag.errors import ConfigError
 from kag.graph.base import DIRECT, unflatten
 from kag.graph.neo4j import ENTITY, Neo4jGraphStore, plain_properties
 from kag.knowledge.base import KnowledgeBase
-from kag.query.cypher import NAMESPACE, quote
+from kag.query.cypher import IN_NAMESPACE, NAMESPACE, quote
 
 __all__ = ["AdoptReport", "embed_in_place"]
 
@@ -141,7 +141,7 @@ async def _unique(
 ) -> list[tuple[str, Entity]]:
     """Drop entities whose id another node of this namespace has (already adopted, or earlier in the batch)."""
     res = await store.run(
-        f"UNWIND $ids AS id MATCH (n:{quote(ENTITY)} {{id: id, {NAMESPACE}: $ns}}) RETURN DISTINCT n.id AS id",
+        f"UNWIND $ids AS id MATCH (n:{quote(ENTITY)} {{id: id, {IN_NAMESPACE}}}) RETURN DISTINCT n.id AS id",
         {"ids": [e.id for _, e in entities], "ns": store.namespace},
         write=False,
         what="checking ids to adopt",
@@ -167,7 +167,7 @@ async def _adopt_relations(
 ) -> int:
     spec = kb.schema.relation_spec(label)
     ns = store.namespace
-    node = f"{quote(ENTITY)} {{{NAMESPACE}: $ns}}"
+    node = f"{quote(ENTITY)} {{{IN_NAMESPACE}}}"
     skip: list[str] = []
     adopted = 0
     read = (
@@ -203,7 +203,7 @@ async def _adopt_relations(
         rows = _first_of_each(rows, label, skip, report)
         if rows:  # an id another relationship of this type already has (adopted or written by kag)
             found = await store.run(
-                f"MATCH ()-[r:{quote(label)} {{{NAMESPACE}: $ns}}]->() WHERE r.id IN $ids RETURN r.id AS id",
+                f"MATCH ()-[r:{quote(label)} {{{IN_NAMESPACE}}}]->() WHERE r.id IN $ids RETURN r.id AS id",
                 {"ids": [row["id"] for row in rows], "ns": ns},
                 write=False,
                 what="checking ids to adopt",

@@ -32,6 +32,9 @@ class CompiledQuery:
 
 NAMESPACE = "kag_ns"
 """The property that holds a node's (and a relationship's) namespace on Neo4j."""
+IN_NAMESPACE = f"{NAMESPACE}: $ns"
+"""The property-map entry that confines a pattern to the namespace in the ``$ns`` parameter:
+``(n:KagEntity {id: $id, ...})`` with it spliced in, or ``{...}`` around it alone."""
 
 
 def quote(identifier: str) -> str:
@@ -80,7 +83,7 @@ def compile_plan(plan: QueryPlan) -> CompiledQuery:
     ns = ""
     if plan.namespace is not None:
         params["ns"] = plan.namespace
-        ns = f" {{{NAMESPACE}: $ns}}"
+        ns = f" {{{IN_NAMESPACE}}}"
 
     def side_score(i: int, j: int) -> str:
         """The score expression of text ``j`` of node ``i``: a linked map lookup, or a cosine."""
