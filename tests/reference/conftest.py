@@ -1,4 +1,4 @@
-"""Fixtures of the reference-document tests: ``make`` builds knowledge on memory and on the real Neo4j.
+"""Fixtures of the reference-API tests: ``make`` builds knowledge on memory and on the real Neo4j.
 
 ``make(backend_name, **options)`` calls ``kag.create_knowledge`` exactly as the document
 does, except that on the Neo4j run a ``"memory"`` backend becomes ``"neo4j"`` with the

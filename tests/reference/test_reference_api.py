@@ -7,7 +7,7 @@ model of ``ask`` is a ``ScriptedLM``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -34,7 +34,6 @@ from kag.errors import (
     UnsupportedKnowledgeOperationError,
     VectorBackendConfigError,
 )
-from kag.graph.neo4j import Neo4jGraphStore
 from kag.knowledge.indexing import IndexReport
 from kag.knowledge.rerank import EmbeddingReranker
 from kag.lm import ScriptedLM
@@ -57,60 +56,6 @@ HANDBOOK: list[Any] = [
         metadata={"department": "finance", "revision": {"year": 2026}},
     ),
 ]
-
-
-# -- backends -------------------------------------------------------------------------
-
-
-@pytest.fixture(params=["memory", pytest.param("neo4j", marks=pytest.mark.neo4j)])
-def backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def neo4j_settings(backend: str, request: pytest.FixtureRequest) -> dict[str, str] | None:
-    if backend != "neo4j":
-        return None
-    config: dict[str, str] = request.getfixturevalue("neo4j_config")
-    return config
-
-
-@pytest.fixture
-async def make(backend: str, neo4j_settings: dict[str, str] | None) -> AsyncIterator[Callable[..., Any]]:
-    """``make(**create_knowledge_options)`` on ``backend``; Neo4j is cleared before and after."""
-    made: list[Knowledge] = []
-
-    def settings() -> dict[str, Any]:
-        assert neo4j_settings is not None
-        return {
-            "uri": neo4j_settings["uri"],
-            "username": neo4j_settings["user"],
-            "password": neo4j_settings["password"],
-            "database": neo4j_settings["database"],
-        }
-
-    async def clear() -> None:
-        scratch = create_knowledge("neo4j", name="scratch", **settings())
-        await scratch.ready()
-        await scratch.store.clear()
-        assert isinstance(scratch.kb.store, Neo4jGraphStore)
-        await scratch.kb.store.clear()
-        await scratch.aclose()
-
-    if backend == "neo4j":
-        await clear()
-
-    def build(**options: Any) -> Knowledge:
-        extra = settings() if backend == "neo4j" else {}
-        knowledge = create_knowledge(backend, **extra, **options)
-        made.append(knowledge)
-        return knowledge
-
-    yield build
-    for knowledge in made:
-        await knowledge.aclose()
-    if backend == "neo4j":
-        await clear()
 
 
 # -- managed knowledge ----------------------------------------------------------------
@@ -198,7 +143,7 @@ async def test_neo4j_settings_from_environment(
         assert (await knowledge.search("capital of Japan"))[0].text == "Tokyo is the capital of Japan."
         return
     monkeypatch.setenv("NEO4J_URI", neo4j_settings["uri"])
-    monkeypatch.setenv("NEO4J_USERNAME", neo4j_settings["user"])
+    monkeypatch.setenv("NEO4J_USERNAME", neo4j_settings["username"])
     monkeypatch.setenv("NEO4J_PASSWORD", neo4j_settings["password"])
     if neo4j_settings["database"]:
         monkeypatch.setenv("NEO4J_DATABASE", neo4j_settings["database"])
