@@ -26,7 +26,7 @@ from typing import Any
 from benchmarks import world
 from benchmarks.bench_memory import rss
 from benchmarks.bench_triplet import MEMORY_GOAL_MS, NEO4J_GOAL_MS, latency
-from benchmarks.common import Report, Result, log, neo4j_settings, percentiles
+from benchmarks.common import Report, Result, add_latency, log, neo4j_settings
 from kag.graph.neo4j import Neo4jGraphStore
 
 SIZES = (10_000, 100_000, 1_000_000)
@@ -101,19 +101,7 @@ def add_point(report: Report, backend: str, edges: int, point: dict[str, Any], g
     counts = point["counts"]
     size = f"{counts['nodes']:,} nodes, {counts['relations']:,} edges"
     bench = f"scale (triplet, {backend})"
-    p50, p95 = percentiles(point["samples"])
-    report.add(
-        Result(
-            bench,
-            f"p50 at {label(edges)} edges",
-            p50,
-            "ms",
-            goal=f"<= {goal_ms:g} ms" if goal_ms else "",
-            met=(p50 <= goal_ms) if goal_ms else None,
-            note=size,
-        )
-    )
-    report.add(Result(bench, f"p95 at {label(edges)} edges", p95, "ms"))
+    add_latency(report, bench, f"at {label(edges)} edges", point["samples"], goal_ms, size, names=("p50 {}", "p95 {}"))
     rows = counts["nodes"] + counts["relations"]
     report.add(
         Result(bench, f"ingest at {label(edges)} edges", rows / point["seconds"], "rows/s", note="nodes + relations")

@@ -31,7 +31,7 @@ import numpy as np
 
 import kag
 from benchmarks import world
-from benchmarks.common import Report, Result, fmt, log, neo4j_settings, percentiles
+from benchmarks.common import Report, Result, add_latency, fmt, log, neo4j_settings, percentiles
 from kag.graph.neo4j import Neo4jGraphStore
 from kag.graph.neo4j_anchor import FIRST_ANCHORS
 from kag.query.plan import QueryPlan
@@ -230,25 +230,6 @@ async def alternatives(kb: kag.KnowledgeBase, data: world.WorldData, per_templat
         f"Cypher over the stored float64 lists p50 {fmt(lists, 'ms')}, over 32-bit vectors "
         f"(db.create.setNodeVectorProperty) p50 {fmt(vec32, 'ms')}."
     )
-
-
-def add_latency(
-    report: Report, bench: str, metric: str, samples: list[float], goal_ms: float | None, note: str
-) -> None:
-    """Two rows: p50 (against the goal) and p95."""
-    p50, p95 = percentiles(samples)
-    report.add(
-        Result(
-            bench,
-            f"{metric} p50",
-            p50,
-            "ms",
-            goal=f"<= {goal_ms:g} ms" if goal_ms else "",
-            met=(p50 <= goal_ms) if goal_ms else None,
-            note=note,
-        )
-    )
-    report.add(Result(bench, f"{metric} p95", p95, "ms"))
 
 
 def template_note(samples: dict[str, list[float]]) -> str:

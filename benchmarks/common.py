@@ -102,6 +102,35 @@ def percentiles(samples_s: Sequence[float]) -> tuple[float, float]:
     return float(np.percentile(arr, 50)), float(np.percentile(arr, 95))
 
 
+def add_latency(
+    report: Report,
+    bench: str,
+    metric: str,
+    samples: Sequence[float],
+    goal_ms: float | None,
+    note: str,
+    *,
+    names: tuple[str, str] = ("{} p50", "{} p95"),
+) -> None:
+    """Two rows from ``samples`` (seconds): p50, against the goal when there is one, and p95.
+
+    ``names`` format ``metric`` into the two rows' metric names.
+    """
+    p50, p95 = percentiles(samples)
+    report.add(
+        Result(
+            bench,
+            names[0].format(metric),
+            p50,
+            "ms",
+            goal=f"<= {goal_ms:g} ms" if goal_ms else "",
+            met=(p50 <= goal_ms) if goal_ms else None,
+            note=note,
+        )
+    )
+    report.add(Result(bench, names[1].format(metric), p95, "ms"))
+
+
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     """Seconds one call of ``fn`` took, and its value."""
     t0 = time.perf_counter()
