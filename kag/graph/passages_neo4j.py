@@ -23,30 +23,51 @@ bumps the ``Chunk`` write counter in its own transaction, and each search first
 compares the counter and the chunk count with the cached matrix's (one query),
 reloading it when either changed; an embedding rewritten by raw Cypher without
 a kag write and without adding or removing chunks is seen after
-``anchor_scorer.invalidate(["Chunk"])``. ``candidates=N`` opts into the HNSW
-index (built without quantization) for the nearest ``N`` chunks, rescored
-exactly. Keyword
-search runs Lucene (BM25 similarity, analyzer
-``standard-no-stop-words``) over the words of the query, OR-ed; its scores are
-not those of the memory store's BM25.
+``anchor_scorer.invalidate(["Chunk"])``.
+
+``candidates=N`` opts into approximate search. By default (``approximate="ivf"``)
+it probes an IVF index (:class:`kag.graph.ann.IVFIndex`) over that same chunk
+matrix: the probed lists' ``N`` best rows are screened as above and the few near
+the cut scored by Neo4j, so every returned score is exact and only chunks outside
+the probed lists can be missed (lists holding about ``32 * N`` rows are probed:
+a larger ``N`` trades time for recall). The index is built in a worker thread on
+the first approximate search (seconds at 100k chunks) and carried over matrix
+reloads by chunk id (a reload may order rows differently): chunks added or
+re-embedded since the build are scanned exactly with the probed lists, deleted
+ones dropped, and it is rebuilt once the chunk count moved by more than a fifth
+since the build. The version check and reload are those of exact search, so a
+write by any kag store is seen by the next search. With a ``where`` filter the
+search is restricted to the filtered chunks and is exact; with ``ids=`` the
+listed chunks are scanned in Cypher (exact). Neo4j's HNSW index (built without
+quantization; ``N`` nearest, filtered, rescored exactly) answers instead when no
+chunk matrix can be used (no chunks of this namespace, vectors of another
+length, or a filtered screen keeping over ``RESCORE_CAP`` near-ties) and always
+with ``approximate="hnsw"``.
+
+Keyword search runs Lucene (BM25 similarity, analyzer ``standard-no-stop-words``)
+over the words of the query, OR-ed; its scores are not those of the memory
+store's BM25.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import itertools
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 
-from kag.errors import EmbeddingError, InvalidInputError
+from kag.errors import ConfigError, EmbeddingError, InvalidInputError
+from kag.graph.ann import IVFIndex
 from kag.graph.neo4j import ENTITY, Neo4jGraphStore
-from kag.graph.neo4j_anchor import SCREEN, LabelMatrix, version_bump
+from kag.graph.neo4j_anchor import SCREEN, LabelMatrix, stamp_label, version_bump
 from kag.graph.passages import ChunkRecord, DocumentRecord, Mention, PassageRow, sort_rows
-from kag.query.cypher import NAMESPACE
+from kag.query.cypher import NAMESPACE, quote
 from kag.query.filters import SCOPED_FILTER_DEPTH, compile_cypher, flatten_metadata, validate_filter
 from kag.validation import check_k
 
@@ -60,6 +81,10 @@ HNSW_EF_CONSTRUCTION = 200
 CHUNK = "Chunk"
 # an exact search whose screen keeps more chunks than this (a flood of near-ties) scans in Cypher
 RESCORE_CAP = 5_000
+# the IVF index of approximate search probes lists holding this many times ``candidates`` rows
+IVF_OVERSAMPLE = 32
+_BLOCK = 8192  # rows compared at a time when an IVF index is carried over a matrix reload
+Approximate = Literal["ivf", "hnsw"]
 # the Chunk write counter, bumped in every transaction that writes or deletes chunks
 _BUMP = "UNWIND [0] AS bump\n" + version_bump(CHUNK)
 _TERM = re.compile(r"\w+", re.UNICODE)
@@ -70,20 +95,56 @@ _ROW = (
 )
 
 
+# scores the screened chunks: by (id, namespace), as ids are content hashes another namespace may hold too
+_SCORED = (
+    f"UNWIND $ids AS id MATCH (c:Chunk {{id: id, {_NS}}})\n"
+    "WITH c, vector.similarity.cosine(c.embedding, $vector) AS score\n"
+    "ORDER BY score DESC, c.id ASC LIMIT $k\n"
+)
+_RESCORE = _SCORED + _ROW
+# ... and reads the Chunk version as AnchorScorer.versions does (count store: constant time), in one record
+_RESCORE_VERSIONED = (
+    f"CALL () {{ MATCH (n:{quote(CHUNK)}) RETURN count(n) AS chunks }}\n"
+    f"CALL () {{ MATCH (w:{stamp_label(CHUNK)}) RETURN count(w) AS stamps }}\n"
+    f"CALL () {{\n{_SCORED}RETURN collect({{id: c.id, props: c {{.*, embedding: null, {NAMESPACE}: null}}, "
+    f"score: score, mentions: [(c)-[:MENTIONS]->(e:{ENTITY}) | e.id]}}) AS rows\n}}\n"
+    "RETURN stamps, chunks, rows"
+)
+
+
 def lucene_query(text: str) -> str:
     """A Lucene query OR-ing the quoted words of ``text`` (no operators, nothing to escape)."""
     terms = list(dict.fromkeys(t.casefold() for t in _TERM.findall(text)))[:MAX_QUERY_TERMS]
     return " OR ".join(f'"{t}"' for t in terms)
 
 
-class Neo4jPassageStore:
-    """Documents and chunks on the server of ``graph_store`` (see the module docstring)."""
+@dataclass
+class _Ivf:
+    """An IVF index whose rows are positions into ``matrix``; ``built_rows``: the row count it was built at."""
 
-    def __init__(self, graph_store: Neo4jGraphStore) -> None:
+    matrix: LabelMatrix
+    index: IVFIndex
+    built_rows: int
+
+
+class Neo4jPassageStore:
+    """Documents and chunks on the server of ``graph_store`` (see the module docstring).
+
+    ``approximate`` picks what ``candidates=N`` searches use: ``"ivf"`` (default) an IVF index
+    over the chunk matrix kept beside the driver, falling back to Neo4j's HNSW index when no
+    matrix can be used; ``"hnsw"`` always Neo4j's HNSW index.
+    """
+
+    def __init__(self, graph_store: Neo4jGraphStore, *, approximate: Approximate = "ivf") -> None:
+        if approximate not in ("ivf", "hnsw"):
+            raise ConfigError(f"approximate must be 'ivf' or 'hnsw', got {approximate!r}.")
         self.graph_store = graph_store
+        self.approximate: Approximate = approximate
         self._dims: int | None = None
         self._warned = False
         self._inverse: tuple[LabelMatrix, np.ndarray] | None = None  # 1 / norms of the cached chunk matrix
+        self._ivf: _Ivf | None = None  # built on the first approximate search, carried over matrix reloads
+        self._ivf_lock = asyncio.Lock()
 
     # -- schema ---------------------------------------------------------------
     async def ensure_schema(self, dimensions: int) -> None:
@@ -327,8 +388,8 @@ class Neo4jPassageStore:
         if ids is not None:
             params["ids"] = list(dict.fromkeys(ids))
             cond = f"c.id IN $ids AND {cond}"
-        if candidates is None and ids is None:
-            found = await self._exact_search(vec, k, where, cond, params)
+        if ids is None and (candidates is None or self.approximate == "ivf"):
+            found = await self._matrix_search(vec, k, where, cond, params, candidates)
             if found is not None:
                 return found
         if candidates is not None and ids is None:
@@ -347,27 +408,33 @@ class Neo4jPassageStore:
         res = await self.graph_store.read(query, params, "searching chunks by vector")
         return self._rows(res.records)
 
-    async def _exact_search(
-        self, vec: np.ndarray, k: int, where: Mapping[str, Any] | None, cond: str, params: dict[str, Any]
+    async def _matrix_search(
+        self,
+        vec: np.ndarray,
+        k: int,
+        where: Mapping[str, Any] | None,
+        cond: str,
+        params: dict[str, Any],
+        candidates: int | None = None,
     ) -> list[PassageRow] | None:
-        """The exact top ``k``: screened with numpy over the cached matrix, the few near the cut scored by
-        Neo4j (the scan's own expression, so the same rows, order and scores); ``None`` to fall back to the scan.
+        """The top ``k`` from the cached matrix (see :meth:`_search_matrix`); ``None`` when it cannot be used.
 
-        With a matrix cached, the version check runs alongside the search (one round trip less); when
-        the version changed, the answer is discarded and the search is redone on the reloaded matrix.
+        With a matrix cached, the version check rides in the scoring query (one round trip, where two
+        concurrent ones cost the server more); when the version changed, the answer is discarded and
+        the search is redone on the reloaded matrix.
         """
         scorer = self.graph_store.anchor_scorer
         last = self._inverse[0] if self._inverse is not None else None
         if last is not None and scorer.cached.get(CHUNK) == last.version:  # not invalidated since
-            check = asyncio.ensure_future(scorer.versions([CHUNK]))
-            try:
-                found = await self._search_matrix(last, vec, k, where, cond, params)
-            finally:
-                now = await check
-            if now[CHUNK] == last.version:
+            found, now = await self._search_matrix(last, vec, k, where, cond, params, candidates, versioned=True)
+            if now is None:  # answered without the scoring query
+                now = (await scorer.versions([CHUNK]))[CHUNK]
+            if now == last.version:
                 return found
-        matrix = (await scorer.matrices([CHUNK]))[CHUNK]
-        return await self._search_matrix(matrix, vec, k, where, cond, params)
+        current = await scorer.current([CHUNK])
+        if current is None:  # reloading in the background (matrix_reload="background"): Cypher answers
+            return None
+        return (await self._search_matrix(current[CHUNK], vec, k, where, cond, params, candidates))[0]
 
     async def _search_matrix(
         self,
@@ -377,9 +444,20 @@ class Neo4jPassageStore:
         where: Mapping[str, Any] | None,
         cond: str,
         params: dict[str, Any],
-    ) -> list[PassageRow] | None:
+        candidates: int | None = None,
+        *,
+        versioned: bool = False,
+    ) -> tuple[list[PassageRow] | None, tuple[int, int] | None]:
+        """The top ``k`` of ``matrix``'s rows (the ``where`` ones), screened with numpy, the few near the cut
+        scored by Neo4j (the scan's own expression, so the same rows, order and scores), or ``None`` to
+        fall back; and, when ``versioned``, the ``Chunk`` version read by the scoring query (``None`` when
+        it did not run).
+
+        Exact by default. With ``candidates`` and no filter, only the IVF index's ``candidates`` best
+        rows are screened (approximate); a filter restricts the rows first, so that search is exact.
+        """
         if matrix.matrix.shape[0] == 0 or matrix.matrix.shape[1] != vec.shape[0]:
-            return None
+            return None, None
         if self._inverse is None or self._inverse[0] is not matrix:
             self._inverse = (matrix, (1.0 / matrix.norms).astype(np.float32))
         inverse = self._inverse[1]
@@ -391,8 +469,10 @@ class Neo4jPassageStore:
             wanted = {r["id"] for r in res.records}
             rows = np.flatnonzero(np.fromiter((i in wanted for i in matrix.ids), dtype=bool, count=len(matrix.ids)))
             if rows.shape[0] == 0:
-                return []
+                return [], None
         q = vec.astype(np.float32)
+        if candidates is not None and rows is None:
+            rows = (await self._ivf_for(matrix)).search(matrix.matrix, q, max(candidates, k), matrix.norms)
         # the screen ranks by cos * |q| in float32 (|q| is common to all rows): one pass over the matrix
         sub = matrix.matrix if rows is None else matrix.matrix[rows]
         approx = (sub @ q) * (inverse if rows is None else inverse[rows])
@@ -403,19 +483,37 @@ class Neo4jPassageStore:
         else:
             near = np.arange(approx.shape[0])
         if near.shape[0] > RESCORE_CAP:
-            return None
+            return None, None
         picked = near if rows is None else rows[near]
-        query = (  # by (id, namespace): ids are content hashes that another namespace may hold too
-            f"UNWIND $ids AS id MATCH (c:Chunk {{id: id, {_NS}}})\n"
-            "WITH c, vector.similarity.cosine(c.embedding, $vector) AS score\n"
-            "ORDER BY score DESC, c.id ASC LIMIT $k\n" + _ROW
-        )
         res = await self.graph_store.read(
-            query,
+            _RESCORE_VERSIONED if versioned else _RESCORE,
             {"ids": matrix.ids[picked].tolist(), "vector": params["vector"], "k": k, "ns": params["ns"]},
             "searching chunks by vector",
         )
-        return self._rows(res.records)
+        if not versioned:
+            return self._rows(res.records), None
+        record = res.records[0]
+        return self._rows(record["rows"]), (int(record["stamps"]), int(record["chunks"]))
+
+    async def _ivf_for(self, matrix: LabelMatrix) -> IVFIndex:
+        """The IVF index over ``matrix``: built on first use, rebuilt when the row count moved by more
+        than a fifth since the build, otherwise carried over from the last matrix (see :func:`_remap`).
+
+        Built in a worker thread (seconds at 100k chunks), one search at a time, so the event loop
+        keeps serving and concurrent searches do not build it twice.
+        """
+        async with self._ivf_lock:
+            held = self._ivf
+            if held is not None and held.matrix is matrix:
+                return held.index
+            n = matrix.matrix.shape[0]
+            if held is None or abs(n - held.built_rows) > held.built_rows // 5:
+                index = await asyncio.to_thread(IVFIndex, matrix.matrix, np.arange(n), oversample=IVF_OVERSAMPLE)
+                self._ivf = _Ivf(matrix, index, n)
+            else:
+                moved = await asyncio.to_thread(_remap, held.index, held.matrix, matrix)
+                self._ivf = _Ivf(matrix, moved, held.built_rows)
+            return self._ivf.index
 
     async def keyword_search(self, text: str, k: int, where: Mapping[str, Any] | None = None) -> list[PassageRow]:
         k = check_k(k, minimum=0)
@@ -524,6 +622,35 @@ class Neo4jPassageStore:
         )
         rec = res.records[0]
         return {"documents": int(rec["documents"]), "chunks": int(rec["chunks"]), "mentions": int(rec["mentions"])}
+
+
+def _remap(index: IVFIndex, old: LabelMatrix, new: LabelMatrix) -> IVFIndex:
+    """``index`` (positions into ``old``) moved onto ``new``, a reload of the same label.
+
+    A reload may order the rows differently, so every listed row is followed by its id: ids gone
+    are dropped, and ids not listed (added since the build) or whose vector changed (a document
+    rewritten with other embeddings) become the always-scanned extra rows.
+    """
+    position = {chunk_id: row for row, chunk_id in enumerate(new.ids.tolist())}
+    moved = np.fromiter(
+        (position.get(chunk_id, -1) for chunk_id in old.ids[index.members].tolist()),
+        dtype=np.int64,
+        count=index.members.shape[0],
+    )
+    kept = moved >= 0
+    same = np.zeros_like(kept)
+    for start in range(0, kept.shape[0], _BLOCK):  # blocks: bounded temporaries
+        part = slice(start, start + _BLOCK)
+        rows = np.flatnonzero(kept[part]) + start
+        same[rows] = (old.matrix[index.members[rows]] == new.matrix[moved[rows]]).all(axis=1)
+    lists = np.repeat(np.arange(index.lists), np.diff(index.indptr))[same]  # members are grouped by list
+    out = copy.copy(index)
+    out.members = moved[same]
+    out.rows = out.members
+    out.indptr = np.concatenate([[0], np.cumsum(np.bincount(lists, minlength=index.lists))]).astype(np.int64)
+    out.sorted_rows = np.sort(out.members)
+    out.extra = np.setdiff1d(np.arange(new.ids.shape[0]), out.sorted_rows, assume_unique=True)
+    return out
 
 
 def _props(fixed: dict[str, Any], metadata: Mapping[str, Any]) -> dict[str, Any]:

@@ -122,3 +122,30 @@ async def test_raw_cypher_embedding_change_is_seen_after_invalidate(
     store.graph_store.anchor_scorer.invalidate([CHUNK])
     top = await store.vector_search(probe, 1)
     assert top[0].chunk_id == "chk_a_0029" and top[0].score == pytest.approx(1.0)
+
+
+async def test_background_reload_answers_from_cypher_then_from_the_matrix(
+    stores: tuple[Neo4jPassageStore, Neo4jPassageStore],
+) -> None:
+    store, other = stores
+    store.graph_store.anchor_scorer.background = True  # as matrix_reload="background"
+    rng = np.random.default_rng(13)
+    doc, chunks = _doc("a", rng.standard_normal((60, DIMS)).astype(np.float32), ["en"] * 60)
+    await store.write([doc], chunks, [])
+    probe = rng.standard_normal(DIMS).astype(np.float32)
+    scorer = store.graph_store.anchor_scorer
+    first = await store.vector_search(probe, 4)  # no matrix yet: the Cypher scan, the load started beside it
+    assert CHUNK in scorer._loading
+    assert [(r.chunk_id, r.score) for r in first] == await _scan(store, probe, 4)
+    await scorer.settle()
+    assert [(r.chunk_id, r.score) for r in await store.vector_search(probe, 4)] == await _scan(store, probe, 4)
+    # another store writes a chunk equal to the probe: seen at once, while the matrix reloads
+    loaded = scorer.cached[CHUNK]
+    doc_b, chunks_b = _doc("b", probe.reshape(1, -1), ["en"])
+    await other.write([doc_b], chunks_b, [])
+    during = await store.vector_search(probe, 4)
+    assert during[0].chunk_id == "chk_b_0000"
+    assert [(r.chunk_id, r.score) for r in during] == await _scan(store, probe, 4)
+    await scorer.settle()
+    assert scorer.cached[CHUNK] != loaded
+    assert [(r.chunk_id, r.score) for r in await store.vector_search(probe, 4)] == await _scan(store, probe, 4)

@@ -1,0 +1,238 @@
+"""Approximate passage search on Neo4j (``candidates=N``): the IVF index over the cached chunk matrix.
+
+Every score it returns is Neo4j's exact score; rows are missed only outside the probed lists; writes
+by another store are seen; filters and the namespace hold. The IVF index is carried over matrix
+reloads by chunk id, which a reordered reload must not break.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+
+import numpy as np
+import pytest
+
+from kag.errors import ConfigError
+from kag.graph.ann import IVFIndex
+from kag.graph.neo4j import Neo4jGraphStore
+from kag.graph.neo4j_anchor import LabelMatrix
+from kag.graph.passages import ChunkRecord, DocumentRecord
+from kag.graph.passages_neo4j import Neo4jPassageStore, _remap
+
+pytestmark = pytest.mark.neo4j
+DIMS = 384  # the index of the shared test server is built for the default embedder
+N = 3000
+CANDIDATES = 20  # the IVF probes about 32 * 20 = 640 of the 3,000 rows: a real approximation
+
+
+def _namespace() -> str:
+    return f"t-{uuid.uuid4().hex[:12]}"
+
+
+def _store(config: dict[str, str], namespace: str | None = None, **kwargs: str) -> Neo4jPassageStore:
+    extra = {} if namespace is None else {"namespace": namespace}
+    graph = Neo4jGraphStore(
+        config["uri"], username=config["user"], password=config["password"], database=config["database"], **extra
+    )
+    return Neo4jPassageStore(graph, **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+async def stores(neo4j_config: dict[str, str]) -> AsyncIterator[tuple[Neo4jPassageStore, Neo4jPassageStore]]:
+    """Two passage stores of one fresh namespace, each with its own driver (two writers)."""
+    ns = _namespace()
+    one, two = _store(neo4j_config, ns), _store(neo4j_config, ns)
+    await one.ensure_schema(DIMS)
+    await two.ensure_schema(DIMS)
+    await one.clear()
+    try:
+        yield one, two
+    finally:
+        await one.clear()
+        await one.graph_store.aclose()
+        await two.graph_store.aclose()
+
+
+def _clustered(rng: np.random.Generator, n: int, clusters: int = 60) -> np.ndarray:
+    """Rows around ``clusters`` centres: the structure real embeddings have and an IVF index relies on."""
+    centres = rng.standard_normal((clusters, DIMS)).astype(np.float32)
+    rows = centres[rng.integers(0, clusters, n)] + 0.6 * rng.standard_normal((n, DIMS)).astype(np.float32)
+    return rows.astype(np.float32)
+
+
+def _doc(name: str, vectors: np.ndarray, langs: list[str] | None = None) -> tuple[DocumentRecord, list[ChunkRecord]]:
+    doc = DocumentRecord(id=f"doc_{name}", source=name, title=name, text_hash=name)
+    langs = langs or ["en"] * len(vectors)
+    chunks = [
+        ChunkRecord(f"chk_{name}_{i:05d}", doc.id, i, f"text {i}", 0, 6, name, name, {"lang": langs[i]}, vec)
+        for i, vec in enumerate(vectors)
+    ]
+    return doc, chunks
+
+
+async def _recall(store: Neo4jPassageStore, queries: np.ndarray, k: int = 5) -> float:
+    """Recall@k of approximate against exact search; also checks every approximate score is exact."""
+    hits = 0
+    for q in queries:
+        exact = await store.vector_search(q, k)
+        approx = await store.vector_search(q, k, candidates=CANDIDATES)
+        assert len(approx) == k
+        scores = {r.chunk_id: r.score for r in await store.vector_search(q, N, ids=[r.chunk_id for r in approx])}
+        assert [r.score for r in approx] == [scores[r.chunk_id] for r in approx]  # Neo4j's own scores
+        assert [r.score for r in approx] == sorted((r.score for r in approx), reverse=True)
+        hits += len({r.chunk_id for r in exact} & {r.chunk_id for r in approx})
+    return hits / (k * len(queries))
+
+
+async def test_approximate_scores_are_exact_and_recall_is_high(
+    stores: tuple[Neo4jPassageStore, Neo4jPassageStore],
+) -> None:
+    store, _ = stores
+    rng = np.random.default_rng(3)
+    base = _clustered(rng, N)
+    doc, chunks = _doc("a", base)
+    await store.write([doc], chunks, [])
+    queries = base[rng.choice(N, 30, replace=False)] + 0.3 * rng.standard_normal((30, DIMS)).astype(np.float32)
+    recall = await _recall(store, queries)
+    assert recall >= 0.95
+    held = store._ivf
+    assert held is not None and held.built_rows == N  # the IVF path ran (not HNSW)
+    probed = held.index.search(held.matrix.matrix, queries[0], CANDIDATES * 32)
+    assert probed.shape[0] < N  # and it probes part of the rows only
+    # a query equal to a stored chunk finds it first, with Neo4j's score for an identical vector
+    top = await store.vector_search(base[123], 1, candidates=CANDIDATES)
+    assert top[0].chunk_id == "chk_a_00123" and top[0].score == pytest.approx(1.0)
+
+
+async def test_writes_by_another_store_are_seen_and_the_index_is_carried_over(
+    stores: tuple[Neo4jPassageStore, Neo4jPassageStore],
+) -> None:
+    store, other = stores
+    rng = np.random.default_rng(4)
+    base = _clustered(rng, N)
+    doc, chunks = _doc("a", base)
+    await store.write([doc], chunks, [])
+    probe = rng.standard_normal(DIMS).astype(np.float32)
+    await store.vector_search(probe, 3, candidates=CANDIDATES)  # builds the IVF index
+    built = store._ivf
+    assert built is not None
+    # another driver adds a chunk equal to the probe: approximate search must find it at once
+    doc_b, chunks_b = _doc("b", probe.reshape(1, -1))
+    await other.write([doc_b], chunks_b, [])
+    got = await store.vector_search(probe, 3, candidates=CANDIDATES)
+    assert got[0].chunk_id == "chk_b_00000" and got[0].score == pytest.approx(1.0)
+    assert store._ivf is not None and store._ivf.index is not built.index  # carried over ...
+    assert store._ivf.built_rows == N  # ... not rebuilt
+    # ... and deletes it: gone at once
+    await other.delete_documents([doc_b.id])
+    assert all(r.chunk_id != "chk_b_00000" for r in await store.vector_search(probe, 3, candidates=CANDIDATES))
+    # the rows of the carried index still point at the right chunks after reloads
+    queries = base[rng.choice(N, 20, replace=False)] + 0.3 * rng.standard_normal((20, DIMS)).astype(np.float32)
+    assert await _recall(store, queries) >= 0.95
+    # a document rewritten with other vectors: the new vector is found (scanned, or in its old list)
+    doc_c, chunks_c = _doc("a", np.vstack([probe, base[1:]]))
+    await other.write([doc_c], chunks_c, [])
+    top = await store.vector_search(probe, 1, candidates=CANDIDATES)
+    assert top[0].chunk_id == "chk_a_00000" and top[0].score == pytest.approx(1.0)
+
+
+async def test_growth_by_more_than_a_fifth_rebuilds(stores: tuple[Neo4jPassageStore, Neo4jPassageStore]) -> None:
+    store, other = stores
+    rng = np.random.default_rng(6)
+    doc, chunks = _doc("a", _clustered(rng, 1000))
+    await store.write([doc], chunks, [])
+    probe = rng.standard_normal(DIMS).astype(np.float32)
+    await store.vector_search(probe, 3, candidates=CANDIDATES)
+    assert store._ivf is not None and store._ivf.built_rows == 1000
+    doc_b, chunks_b = _doc("b", _clustered(rng, 300))
+    await other.write([doc_b], chunks_b, [])
+    await store.vector_search(probe, 3, candidates=CANDIDATES)
+    assert store._ivf.built_rows == 1300
+
+
+async def test_filters_are_respected(stores: tuple[Neo4jPassageStore, Neo4jPassageStore]) -> None:
+    store, _ = stores
+    rng = np.random.default_rng(8)
+    base = _clustered(rng, N)
+    doc, chunks = _doc("a", base, [["en", "fr", "de"][i % 3] for i in range(N)])
+    await store.write([doc], chunks, [])
+    for q in base[:5]:
+        got = await store.vector_search(q, 5, where={"lang": "fr"}, candidates=CANDIDATES)
+        exact = await store.vector_search(q, 5, where={"lang": "fr"})
+        assert len(got) == 5 and all(r.metadata["lang"] == "fr" for r in got)
+        assert [(r.chunk_id, r.score) for r in got] == [(r.chunk_id, r.score) for r in exact]
+        ids = [c.id for c in chunks[:40]]
+        scoped = await store.vector_search(q, 5, ids=ids, candidates=CANDIDATES)
+        assert len(scoped) == 5 and {r.chunk_id for r in scoped} <= set(ids)
+
+
+async def test_namespaces_do_not_cross(neo4j_config: dict[str, str]) -> None:
+    ns_a, ns_b = _namespace(), _namespace()
+    a, b = _store(neo4j_config, ns_a), _store(neo4j_config, ns_b)
+    try:
+        await a.ensure_schema(DIMS)
+        await b.ensure_schema(DIMS)
+        rng = np.random.default_rng(10)
+        base = _clustered(rng, 1000)
+        other = _clustered(rng, 1000)
+        # the same document and chunk ids in both namespaces, with different vectors
+        doc_a, chunks_a = _doc("a", base)
+        doc_b, chunks_b = _doc("a", other)
+        await a.write([doc_a], chunks_a, [])
+        await b.write([doc_b], chunks_b, [])
+        for q, want in ((base[7], a), (other[7], b)):
+            for store in (a, b):
+                got = await store.vector_search(q, 3, candidates=CANDIDATES)
+                exact = await store.vector_search(q, 3)
+                assert [(r.chunk_id, r.score) for r in got] == [(r.chunk_id, r.score) for r in exact]
+                if store is want:  # its own vector: found with the score of an identical vector
+                    assert got[0].chunk_id == "chk_a_00007" and got[0].score == pytest.approx(1.0)
+                else:  # the same id in the other namespace scores against that namespace's vector
+                    assert got[0].score < 0.99
+        assert a._ivf is not None and a._ivf.built_rows == 1000
+    finally:
+        await a.clear()
+        await b.clear()
+        await a.graph_store.aclose()
+        await b.graph_store.aclose()
+
+
+async def test_hnsw_option_and_validation(stores: tuple[Neo4jPassageStore, Neo4jPassageStore]) -> None:
+    store, _ = stores
+    rng = np.random.default_rng(12)
+    base = _clustered(rng, 200)
+    doc, chunks = _doc("a", base)
+    await store.write([doc], chunks, [])
+    hnsw = Neo4jPassageStore(store.graph_store, approximate="hnsw")
+    got = await hnsw.vector_search(base[9], 3, candidates=50)
+    assert got[0].chunk_id == "chk_a_00009" and got[0].score == pytest.approx(1.0)
+    assert hnsw._ivf is None  # the HNSW index answered, no IVF was built
+    with pytest.raises(ConfigError):
+        Neo4jPassageStore(store.graph_store, approximate="lsh")  # type: ignore[arg-type]
+
+
+def test_remap_follows_ids_through_a_reordered_reload() -> None:
+    rng = np.random.default_rng(1)
+    matrix = _clustered(rng, 500)
+    ids = np.array([f"c{i:04d}" for i in range(500)], dtype=object)
+    index = IVFIndex(matrix, np.arange(500), lists=20)
+    # the reload lost c0000..c0009, gained n0..n4, and came back shuffled
+    kept = np.arange(10, 500)
+    fresh = rng.standard_normal((5, DIMS)).astype(np.float32)
+    order = rng.permutation(495)
+    new_ids = np.concatenate([ids[kept], np.array([f"n{i}" for i in range(5)], dtype=object)])[order]
+    new_matrix = np.vstack([matrix[kept], fresh])[order]
+    old = LabelMatrix((0, 500), ids, matrix, np.linalg.norm(matrix, axis=1).astype(np.float64))
+    j = next(i for i, chunk_id in enumerate(new_ids) if chunk_id.startswith("c"))
+    new_matrix[j] = fresh[0]  # one kept chunk re-embedded: it must be scanned, not looked for in its old list
+    new = LabelMatrix((1, 495), new_ids, new_matrix, np.linalg.norm(new_matrix, axis=1).astype(np.float64))
+    moved = _remap(index, old, new)
+    for lst in range(index.lists):
+        before = {ids[r] for r in index.members[index.indptr[lst] : index.indptr[lst + 1]]} - set(ids[:10])
+        after = {new_ids[r] for r in moved.members[moved.indptr[lst] : moved.indptr[lst + 1]]}
+        assert before - {new_ids[j]} == after  # every list keeps its chunks, by id
+    # the new chunks and the re-embedded one are always scanned
+    assert sorted(new_ids[moved.extra]) == sorted([new_ids[j]] + [f"n{i}" for i in range(5)])
+    top = moved.search(new_matrix, fresh[2], 5)
+    assert "n2" in set(new_ids[top])
