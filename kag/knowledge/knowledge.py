@@ -714,9 +714,10 @@ class Knowledge:
 
         ``where`` filters passages by metadata within the configured scope;
         ``mode`` overrides the configured passage ranking for this call.
-        ``candidates=N`` makes passage vector search approximate on Neo4j (the ``N`` nearest
-        chunks from its vector index, rescored exactly; a filter applies after the index, so
-        fewer hits may come back); the memory store is always exact. Every hit
+        ``candidates=N`` makes passage vector search approximate on Neo4j: the ``N`` best chunks
+        of an IVF index over the chunk matrix beside the driver (or of Neo4j's HNSW index with
+        ``approximate="hnsw"``), scored exactly; with ``where`` the filtered chunks are searched
+        exactly. The memory store is always exact. Every hit
         carries its 1-based ``rank`` in the returned list. Retrieval-only knowledge
         returns the retriever's (reranked) hits, with the scope's keys overriding
         the same keys of ``where``.
