@@ -148,14 +148,19 @@ class Neo4jGraphStore:
     @property
     def driver(self) -> AsyncDriver:
         if self._driver is None:
-            auth = (self.user, self._password) if self._password is not None else None
-            self._driver = AsyncGraphDatabase.driver(
-                self.uri,
-                auth=auth,
-                connection_timeout=self._connection_timeout,
-                max_transaction_retry_time=self._max_transaction_retry_time,
-            )
+            self._driver = AsyncGraphDatabase.driver(self.uri, **self._driver_options())
         return self._driver
+
+    def _driver_options(self) -> dict[str, Any]:
+        """Settings of the drivers kag opens itself (a caller's own driver keeps its own)."""
+        return {
+            "auth": (self.user, self._password) if self._password is not None else None,
+            "connection_timeout": self._connection_timeout,
+            "max_transaction_retry_time": self._max_transaction_retry_time,
+            # kag's statements are generated: the server's notifications about them (a property
+            # not in an empty database yet, ...) say nothing to a user, yet the driver logs them
+            "notifications_min_severity": "OFF",
+        }
 
     def in_namespace(self, namespace: str) -> Neo4jGraphStore:
         """A store of ``namespace`` on the same database through this store's driver (which this store
@@ -622,13 +627,7 @@ class Neo4jGraphStore:
         if not self._owns_driver:
             return None
         if self._blocking is None:
-            auth = (self.user, self._password) if self._password is not None else None
-            self._blocking = neo4j.GraphDatabase.driver(
-                self.uri,
-                auth=auth,
-                connection_timeout=self._connection_timeout,
-                max_transaction_retry_time=self._max_transaction_retry_time,
-            )
+            self._blocking = neo4j.GraphDatabase.driver(self.uri, **self._driver_options())
         return self._blocking
 
     async def query(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:

@@ -120,3 +120,26 @@ async def test_a_callers_sync_driver_works_too(neo4j_config: dict[str, str]) -> 
 def test_a_wrong_driver_type_is_refused(neo4j_config: dict[str, str]) -> None:
     with pytest.raises(ConfigError, match="driver"):
         Neo4jGraphStore(neo4j_config["uri"], driver=object())  # type: ignore[arg-type]
+
+
+async def test_server_notifications_about_generated_queries_are_not_logged(
+    neo4j_config: dict[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    # a property no node has yet draws a server warning: kag's own drivers ask for none, a caller's keeps its own
+    query = "MATCH (n:KagEntity) WHERE n.kag_not_a_property_yet = 1 RETURN count(n) AS n"
+    store = Neo4jGraphStore(
+        neo4j_config["uri"], username=neo4j_config["user"], password=neo4j_config["password"], database=None
+    )
+    driver = AsyncGraphDatabase.driver(neo4j_config["uri"], auth=(neo4j_config["user"], neo4j_config["password"]))
+    theirs = Neo4jGraphStore(neo4j_config["uri"], driver=driver)
+    try:
+        with caplog.at_level("INFO", logger="neo4j.notifications"):
+            await store.read(query, {}, "a test")
+            await store.read_rows(query, {}, "a test (blocking driver)")
+        assert not [r for r in caplog.records if r.name == "neo4j.notifications"]
+        with caplog.at_level("INFO", logger="neo4j.notifications"):
+            await theirs.read(query, {}, "a test")
+        assert [r for r in caplog.records if r.name == "neo4j.notifications"]  # the check can fail
+    finally:
+        await store.aclose()
+        await driver.close()
