@@ -7,51 +7,19 @@ reloads by chunk id, which a reordered reload must not break.
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import AsyncIterator
-
 import numpy as np
 import pytest
 
 from kag.errors import ConfigError
 from kag.graph.ann import IVFIndex
-from kag.graph.neo4j import Neo4jGraphStore
 from kag.graph.neo4j_anchor import LabelMatrix
 from kag.graph.passages import ChunkRecord, DocumentRecord
 from kag.graph.passages_neo4j import Neo4jPassageStore, _remap
+from tests.neo4j.conftest import DIMS, fresh_namespace, passage_store
 
 pytestmark = pytest.mark.neo4j
-DIMS = 384  # the index of the shared test server is built for the default embedder
 N = 3000
 CANDIDATES = 20  # the IVF probes about 32 * 20 = 640 of the 3,000 rows: a real approximation
-
-
-def _namespace() -> str:
-    return f"t-{uuid.uuid4().hex[:12]}"
-
-
-def _store(config: dict[str, str], namespace: str | None = None, **kwargs: str) -> Neo4jPassageStore:
-    extra = {} if namespace is None else {"namespace": namespace}
-    graph = Neo4jGraphStore(
-        config["uri"], username=config["user"], password=config["password"], database=config["database"], **extra
-    )
-    return Neo4jPassageStore(graph, **kwargs)  # type: ignore[arg-type]
-
-
-@pytest.fixture
-async def stores(neo4j_config: dict[str, str]) -> AsyncIterator[tuple[Neo4jPassageStore, Neo4jPassageStore]]:
-    """Two passage stores of one fresh namespace, each with its own driver (two writers)."""
-    ns = _namespace()
-    one, two = _store(neo4j_config, ns), _store(neo4j_config, ns)
-    await one.ensure_schema(DIMS)
-    await two.ensure_schema(DIMS)
-    await one.clear()
-    try:
-        yield one, two
-    finally:
-        await one.clear()
-        await one.graph_store.aclose()
-        await two.graph_store.aclose()
 
 
 def _clustered(rng: np.random.Generator, n: int, clusters: int = 60) -> np.ndarray:
@@ -168,8 +136,8 @@ async def test_filters_are_respected(stores: tuple[Neo4jPassageStore, Neo4jPassa
 
 
 async def test_namespaces_do_not_cross(neo4j_config: dict[str, str]) -> None:
-    ns_a, ns_b = _namespace(), _namespace()
-    a, b = _store(neo4j_config, ns_a), _store(neo4j_config, ns_b)
+    ns_a, ns_b = fresh_namespace(), fresh_namespace()
+    a, b = passage_store(neo4j_config, ns_a), passage_store(neo4j_config, ns_b)
     try:
         await a.ensure_schema(DIMS)
         await b.ensure_schema(DIMS)

@@ -3,45 +3,21 @@ and the cache follows writes made by another store (another driver)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import numpy as np
 import pytest
 
-from kag.graph.neo4j import Neo4jGraphStore
 from kag.graph.passages import ChunkRecord, DocumentRecord
 from kag.graph.passages_neo4j import CHUNK, Neo4jPassageStore
+from tests.neo4j.conftest import DIMS
 
 pytestmark = pytest.mark.neo4j
-DIMS = 384  # the index of the shared test server is built for the default embedder
 SCAN = (
     "MATCH (c:Chunk {kag_ns: $ns}) WHERE $lang IS NULL OR c.meta__lang = $lang "
     "WITH c, vector.similarity.cosine(c.embedding, $vector) AS score "
     "ORDER BY score DESC, c.id ASC LIMIT $k RETURN c.id AS id, score"
 )
-
-
-def _store(config: dict[str, str]) -> Neo4jPassageStore:
-    graph = Neo4jGraphStore(
-        config["uri"], username=config["user"], password=config["password"], database=config["database"]
-    )
-    return Neo4jPassageStore(graph)
-
-
-@pytest.fixture
-async def stores(neo4j_config: dict[str, str]) -> AsyncIterator[tuple[Neo4jPassageStore, Neo4jPassageStore]]:
-    """Two passage stores on the same server, each with its own driver (two writers)."""
-    one, two = _store(neo4j_config), _store(neo4j_config)
-    await one.ensure_schema(DIMS)
-    await two.ensure_schema(DIMS)
-    await one.clear()
-    try:
-        yield one, two
-    finally:
-        await one.clear()
-        await one.graph_store.aclose()
-        await two.graph_store.aclose()
 
 
 def _doc(name: str, vectors: np.ndarray, langs: list[str]) -> tuple[DocumentRecord, list[ChunkRecord]]:
@@ -114,8 +90,8 @@ async def test_raw_cypher_embedding_change_is_seen_after_invalidate(
     probe = rng.standard_normal(DIMS).astype(np.float32)
     await store.vector_search(probe, 1)  # loads the matrix
     await store.graph_store.run(
-        "MATCH (c:Chunk {id: 'chk_a_0029'}) SET c.embedding = $v",
-        {"v": [float(x) for x in probe]},
+        "MATCH (c:Chunk {id: 'chk_a_0029', kag_ns: $ns}) SET c.embedding = $v",
+        {"v": [float(x) for x in probe], "ns": store.graph_store.namespace},
         write=True,
         what="t",
     )
