@@ -668,7 +668,8 @@ class MemoryGraphStore:
     def _node_mask(
         self, idx: _Index, spec: NodeSpec, threshold: float, candidates: int | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
-        """``_scored_rows`` (and the spec's field filters) as a boolean mask and a factor array.
+        """``_scored_rows`` (and the spec's field filters) as a boolean mask and a factor array
+        (meaningful where the mask is set).
 
         The arrays of a plain label pattern are cached until the next write: callers never
         change them in place.
@@ -683,7 +684,8 @@ class MemoryGraphStore:
             rows, part = rows[keep], part[keep]
         mask = np.zeros(n, dtype=bool)
         mask[rows] = True
-        factor = np.ones(n, dtype=np.float64)
+        # read only where the mask is set: zeros elsewhere cost no pass over the array (ones would)
+        factor = np.zeros(n, dtype=np.float64)
         factor[rows] = part
         if plain:
             idx.masks[spec.labels] = (mask, factor)
