@@ -4,21 +4,28 @@ neo4j-graphrag's ``VectorRetriever`` on the same HNSW index, side by side.
 
     NEO4J_URI=... NEO4J_PASSWORD=... .venv/bin/python -m benchmarks.bench_passages_ann --chunks 100000
 
-Empties the database first (never point it at data you need). Chunks are synthetic one-chunk documents
-over a 2,000-word vocabulary, embedded with the default embedder; queries are other sentences from the
-same vocabulary. Calls alternate per query (kag exact, kag IVF and kag HNSW with each ``candidates``,
-the peer), so every side sees the same server load. Recall@5 is against kag's exact search (identical
-to a full Cypher scan: tests/neo4j/test_passages_scale.py). The exact search's first call loads the chunk matrix and is
-reported apart (``first call``), as is the first IVF call, which builds the IVF index; p50/p95 are over
-the later calls.
+Empties the database first (never point it at data you need). Chunks are real text by default
+(``--corpus python``): one-chunk documents of up to 600 characters cut at line ends from the Python
+sources on this machine (the standard library, then the installed packages, in path order; repeated
+pieces such as license headers once), embedded with the default embedder; the queries are 100 further
+pieces of the same sources, not indexed. ``--corpus synthetic`` uses random 12-word
+sentences over a 2,000-word vocabulary instead: nearly isotropic embeddings, the worst case for an IVF
+index. Calls alternate per query (kag exact, kag IVF and kag HNSW with each ``candidates``, the peer),
+so every side sees the same server load. Recall@5 is against kag's exact search (identical to a full
+Cypher scan: tests/neo4j/test_passages_scale.py). The exact search's first call loads the chunk matrix
+and is reported apart (``first call``), as is the first IVF call, which builds the IVF index; p50/p95
+are over the later calls.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import pathlib
 import random
+import sysconfig
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from benchmarks.common import Report, Result, log, neo4j_settings, percentiles
@@ -34,6 +41,46 @@ WORDS = [f"w{i:04d}" for i in range(2000)]
 
 def sentence(rng: random.Random) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(12))
+
+
+def python_sources(max_chars: int = 600) -> Iterator[str]:
+    """Distinct pieces of up to ``max_chars`` characters, cut at line ends, of this machine's Python
+    sources: the standard library, then the installed packages, in path order (deterministic for one
+    environment). Pieces of fewer than 8 words are skipped."""
+    paths = sysconfig.get_paths()
+    stdlib, packages = pathlib.Path(paths["stdlib"]), pathlib.Path(paths["purelib"])
+    seen: set[str] = set()
+    for root in (stdlib, packages):
+        for path in sorted(root.rglob("*.py")):
+            if root == stdlib and "site-packages" in path.parts:
+                continue
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            piece = ""
+            for line in text.splitlines(keepends=True):
+                if piece and len(piece) + len(line) > max_chars:
+                    if piece not in seen and len(piece.split()) >= 8:
+                        seen.add(piece)
+                        yield piece
+                    piece = ""
+                piece += line[:max_chars]
+
+
+def corpus(name: str, n_chunks: int, n_queries: int) -> tuple[list[str], list[str]]:
+    """``n_chunks`` texts to index and ``n_queries`` other texts of the same kind to search with."""
+    if name == "synthetic":
+        rng = random.Random(7)
+        return [sentence(rng) for _ in range(n_chunks)], [sentence(rng) for _ in range(n_queries)]
+    texts: list[str] = []
+    for piece in python_sources():
+        texts.append(piece)
+        if len(texts) == n_chunks + n_queries:
+            break
+    if len(texts) < n_chunks + n_queries:
+        raise SystemExit(f"this machine's Python sources give {len(texts):,} pieces; ask for fewer chunks")
+    return texts[:n_chunks], texts[n_chunks:]
 
 
 def _peer(settings: dict[str, str]) -> tuple[Any, Any] | None:
@@ -56,8 +103,10 @@ async def run(
     candidates: tuple[int, ...] = (100, 200),
     settings: dict[str, str] | None = None,
     reuse: bool = False,
+    corpus_name: str = "python",
 ) -> Report:
-    """Index ``n_chunks`` synthetic chunks, then time exact, approximate and the peer's searches, alternating."""
+    """Index ``n_chunks`` chunks of ``corpus_name``, then time exact, approximate and the peer's searches,
+    alternating."""
     settings = settings or neo4j_settings()
     if settings is None:
         raise SystemExit("set NEO4J_URI / NEO4J_PASSWORD (scripts/bench.sh starts a private Neo4j)")
@@ -65,11 +114,9 @@ async def run(
     store = knowledge.store
     assert isinstance(store, Neo4jPassageStore)
     await knowledge.ready()
-    rng = random.Random(7)
+    texts, queries = corpus(corpus_name, n_chunks, n_queries)
     ingest = ""
     if reuse and (await store.counts())["chunks"] == n_chunks:
-        for _ in range(n_chunks):  # the same random stream as an ingest, so the queries are the same
-            sentence(rng)
         ingest = f"reused the {n_chunks:,} chunks already stored"
     else:
         await _empty(store)
@@ -77,7 +124,7 @@ async def run(
         batch = 5_000
         for start in range(0, n_chunks, batch):
             docs = [
-                Document(text=sentence(rng), metadata={"source": f"s{i}", "n": i})
+                Document(text=texts[i], metadata={"source": f"s{i}", "n": i})
                 for i in range(start, min(n_chunks, start + batch))
             ]
             await knowledge.add(docs)
@@ -91,9 +138,9 @@ async def run(
             f"ingest: {n_chunks / ingest_s:,.0f} chunks/s ({ingest_s:.1f} s), then rebuild_vector_index() "
             f"{rebuild_s:.1f} s"
         )
-    queries = [sentence(rng) for _ in range(n_queries)]
     vectors = await knowledge.kb.embedder.embed(queries)
-    report = Report(f"Passage vector search on Neo4j, {n_chunks:,} chunks")
+    what = "Python sources" if corpus_name == "python" else "synthetic sentences"
+    report = Report(f"Passage vector search on Neo4j, {n_chunks:,} chunks of {what}")
     hnsw = Neo4jPassageStore(store.graph_store, approximate="hnsw")  # same server, driver and index
     t0 = time.perf_counter()
     await store.vector_search(vectors[0], 5)
@@ -153,6 +200,7 @@ async def run(
         p50a, p95a = percentiles(times[name])
         recall = hits[name] / (5 * len(vectors))
         ivf = name.startswith("ivf")
+        goal_row = ivf and n == candidates[0]
         note = f"recall@5 {recall:.3f}, p95 {p95a:.1f} ms"
         if ivf and n == candidates[0]:
             note += f"; first call {build_s * 1000:.0f} ms builds the IVF index"
@@ -165,8 +213,9 @@ async def run(
                 baseline=peer_p50,
                 baseline_name="VectorRetriever" if peer_p50 is not None else "",
                 ratio=(peer_p50 / p50a) if peer_p50 is not None else None,
-                goal=f"recall@5 >= {RECALL_GOAL}, p50 <= {APPROX_GOAL_MS:.0f} ms" if ivf else "",
-                met=(recall >= RECALL_GOAL and p50a <= APPROX_GOAL_MS) if ivf else None,
+                # the goal is the default mode at the first (recommended) setting; the others show the trade
+                goal=f"recall@5 >= {RECALL_GOAL}, p50 <= {APPROX_GOAL_MS:.0f} ms" if goal_row else "",
+                met=(recall >= RECALL_GOAL and p50a <= APPROX_GOAL_MS) if goal_row else None,
                 note=note,
             )
         )
@@ -195,9 +244,10 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--candidates", default="100,200")
     parser.add_argument("--reuse", action="store_true", help="keep the chunks already stored when they are --chunks")
+    parser.add_argument("--corpus", choices=("python", "synthetic"), default="python")
     args = parser.parse_args()
     cands = tuple(int(x) for x in args.candidates.split(","))
-    print(asyncio.run(run(args.chunks, args.queries, cands, reuse=args.reuse)).markdown())
+    print(asyncio.run(run(args.chunks, args.queries, cands, reuse=args.reuse, corpus_name=args.corpus)).markdown())
 
 
 if __name__ == "__main__":
