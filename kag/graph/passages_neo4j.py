@@ -118,6 +118,19 @@ def lucene_query(text: str) -> str:
     return " OR ".join(f'"{t}"' for t in terms)
 
 
+@dataclass(frozen=True)
+class _VectorSearch:
+    """One vector search: the query vector, ``k``, the filter (and its compiled condition and
+    parameters) and ``candidates`` (approximate when set)."""
+
+    vector: np.ndarray
+    k: int
+    where: Mapping[str, Any] | None
+    cond: str
+    params: dict[str, Any]
+    candidates: int | None = None
+
+
 @dataclass
 class _Ivf:
     """An IVF index whose rows are positions into ``matrix``; ``built_rows``: the row count it was built at."""
@@ -389,7 +402,7 @@ class Neo4jPassageStore:
             params["ids"] = list(dict.fromkeys(ids))
             cond = f"c.id IN $ids AND {cond}"
         if ids is None and (candidates is None or self.approximate == "ivf"):
-            found = await self._matrix_search(vec, k, where, cond, params, candidates)
+            found = await self._matrix_search(_VectorSearch(vec, k, where, cond, params, candidates))
             if found is not None:
                 return found
         if candidates is not None and ids is None:
@@ -408,15 +421,7 @@ class Neo4jPassageStore:
         res = await self.graph_store.read(query, params, "searching chunks by vector")
         return self._rows(res.records)
 
-    async def _matrix_search(
-        self,
-        vec: np.ndarray,
-        k: int,
-        where: Mapping[str, Any] | None,
-        cond: str,
-        params: dict[str, Any],
-        candidates: int | None = None,
-    ) -> list[PassageRow] | None:
+    async def _matrix_search(self, search: _VectorSearch) -> list[PassageRow] | None:
         """The top ``k`` from the cached matrix (see :meth:`_search_matrix`); ``None`` when it cannot be used.
 
         With a matrix cached, the version check rides in the scoring query (one round trip, where two
@@ -426,7 +431,7 @@ class Neo4jPassageStore:
         scorer = self.graph_store.anchor_scorer
         last = self._inverse[0] if self._inverse is not None else None
         if last is not None and scorer.cached.get(CHUNK) == last.version:  # not invalidated since
-            found, now = await self._search_matrix(last, vec, k, where, cond, params, candidates, versioned=True)
+            found, now = await self._search_matrix(last, search, versioned=True)
             if now is None:  # answered without the scoring query
                 now = (await scorer.versions([CHUNK]))[CHUNK]
             if now == last.version:
@@ -434,19 +439,10 @@ class Neo4jPassageStore:
         current = await scorer.current([CHUNK])
         if current is None:  # reloading in the background (matrix_reload="background"): Cypher answers
             return None
-        return (await self._search_matrix(current[CHUNK], vec, k, where, cond, params, candidates))[0]
+        return (await self._search_matrix(current[CHUNK], search))[0]
 
     async def _search_matrix(
-        self,
-        matrix: LabelMatrix,
-        vec: np.ndarray,
-        k: int,
-        where: Mapping[str, Any] | None,
-        cond: str,
-        params: dict[str, Any],
-        candidates: int | None = None,
-        *,
-        versioned: bool = False,
+        self, matrix: LabelMatrix, search: _VectorSearch, *, versioned: bool = False
     ) -> tuple[list[PassageRow] | None, tuple[int, int] | None]:
         """The top ``k`` of ``matrix``'s rows (the ``where`` ones), screened with numpy, the few near the cut
         scored by Neo4j (the scan's own expression, so the same rows, order and scores), or ``None`` to
@@ -456,6 +452,14 @@ class Neo4jPassageStore:
         Exact by default. With ``candidates`` and no filter, only the IVF index's ``candidates`` best
         rows are screened (approximate); a filter restricts the rows first, so that search is exact.
         """
+        vec, k, where, cond, params, candidates = (
+            search.vector,
+            search.k,
+            search.where,
+            search.cond,
+            search.params,
+            search.candidates,
+        )
         if matrix.matrix.shape[0] == 0 or matrix.matrix.shape[1] != vec.shape[0]:
             return None, None
         if self._inverse is None or self._inverse[0] is not matrix:
