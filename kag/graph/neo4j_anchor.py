@@ -57,6 +57,7 @@ from kag.datamodels.base import RESERVED_LABEL_PREFIX, check_identifier
 from kag.errors import EmbeddingError
 from kag.query.cypher import IN_NAMESPACE, quote, quote_name
 from kag.query.plan import QueryPlan
+from kag.ranking.select import kth_largest
 
 log = logging.getLogger(__name__)
 STAMP = RESERVED_LABEL_PREFIX  # + label: one stamp node per statement that wrote nodes of the label
@@ -156,7 +157,7 @@ def rescore(screened: Screen, threshold: float, limit: int | None = None) -> Sco
         every = np.concatenate([approx for _, approx in screened.parts])
         passing = every[every >= floor]
         if passing.shape[0] > limit:  # only rows near the limit-th best can rank
-            floor = max(floor, float(np.partition(passing, passing.shape[0] - limit)[-limit]) - 2 * SCREEN)
+            floor = max(floor, kth_largest(passing, limit) - 2 * SCREEN)
             rest = min(1.0, float(passing[passing < floor].max(initial=-1.0)) + SCREEN)
     ids: list[np.ndarray] = []
     scores: list[np.ndarray] = []

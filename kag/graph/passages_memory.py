@@ -33,6 +33,7 @@ from kag.graph.memory import MemoryGraphStore, run_locked
 from kag.graph.passages import ChunkRecord, DocumentRecord, Mention, PassageRow
 from kag.query.filters import SCOPED_FILTER_DEPTH, compile_matcher, validate_filter
 from kag.ranking.bm25 import BM25Index
+from kag.ranking.select import kth_largest
 from kag.validation import check_k
 
 FORMAT = "kag-memory-passages"
@@ -256,7 +257,7 @@ class MemoryPassageStore:
             # screen with one float32 product; only rows near the k-th best are scored exactly
             approx = self._matrix @ q.astype(np.float32)
             approx = approx if rows.shape[0] == approx.shape[0] else approx[rows]
-            kth = float(-np.partition(-approx, k - 1)[k - 1])  # from the negated side: fast with many ties
+            kth = kth_largest(approx, k)
             rows = rows[approx >= kth - _SCREEN_COS]
         sims = np.clip((1.0 + _row_dots(self._matrix, rows, q)) / 2.0, 0.0, 1.0)
         # positions follow id order, so lexsort on (position, -score) breaks ties by id

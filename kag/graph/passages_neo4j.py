@@ -69,6 +69,7 @@ from kag.graph.neo4j_anchor import SCREEN, LabelMatrix, stamp_label, version_bum
 from kag.graph.passages import ChunkRecord, DocumentRecord, Mention, PassageRow, sort_rows
 from kag.query.cypher import NAMESPACE, quote
 from kag.query.filters import SCOPED_FILTER_DEPTH, compile_cypher, flatten_metadata, validate_filter
+from kag.ranking.select import kth_largest
 from kag.validation import check_k
 
 log = logging.getLogger(__name__)
@@ -482,7 +483,7 @@ class Neo4jPassageStore:
         approx = (sub @ q) * (inverse if rows is None else inverse[rows])
         margin = 4 * SCREEN * float(np.linalg.norm(q))  # 2 * SCREEN on the (1 + cos) / 2 scale
         if approx.shape[0] > k:
-            cut = float(np.partition(approx, approx.shape[0] - k)[approx.shape[0] - k])
+            cut = kth_largest(approx, k)
             near = np.flatnonzero(approx >= cut - margin)  # float32 screen vs Neo4j's cosine: far below the margin
         else:
             near = np.arange(approx.shape[0])

@@ -26,6 +26,7 @@ from typing import Literal
 import numpy as np
 
 from kag.errors import InvalidInputError
+from kag.ranking.select import kth_largest
 from kag.text import words
 from kag.validation import check_k
 
@@ -166,9 +167,7 @@ class BM25Index:
         self._positive = bool((idf[present] > 0).all())
         # rank of each row's id in sorted order, for deterministic tie-breaking
         self._id_rank = np.empty(n_docs, dtype=np.int64)
-        self._id_rank[np.argsort(np.array(self._ids, dtype=object), kind="stable")] = np.arange(
-            n_docs
-        )
+        self._id_rank[np.argsort(np.array(self._ids, dtype=object), kind="stable")] = np.arange(n_docs)
         self._dirty = False
 
     def _row_scores(self, query: str) -> tuple[np.ndarray, np.ndarray]:
@@ -212,7 +211,7 @@ class BM25Index:
             return []
         if candidates.size > k:  # keep the k best and everything tied with the k-th, then sort those
             top = scores[candidates]
-            kth = np.partition(top, candidates.size - k)[candidates.size - k]
+            kth = kth_largest(top, k)
             candidates = candidates[top >= kth]
         # lexsort: last key is primary -> score descending, then id ascending
         order = np.lexsort((self._id_rank[candidates], -scores[candidates]))[:k]
