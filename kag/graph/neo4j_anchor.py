@@ -84,6 +84,15 @@ def version_bump(label: str) -> str:
     return f"WITH count(*) AS n\nCREATE (:{stamp_label(label)})\nRETURN n"
 
 
+def version_calls(label: str, count: str, stamps: str) -> str:
+    """Cypher subqueries that read ``label``'s version into the columns ``count`` (its nodes) and
+    ``stamps`` (its write stamps): counts of a label alone come from Neo4j's count store, no scan."""
+    return (
+        f"CALL () {{ MATCH (n:{quote(label)}) RETURN count(n) AS {count} }}\n"
+        f"CALL () {{ MATCH (w:{stamp_label(label)}) RETURN count(w) AS {stamps} }}\n"
+    )
+
+
 @dataclass
 class LabelMatrix:
     """One label's ids and embeddings as the store held them at ``version``."""
@@ -229,12 +238,9 @@ class AnchorScorer:
 
     async def versions(self, labels: list[str]) -> dict[str, tuple[int, int]]:
         """Each label's ``(write stamps, node count)``, read in one query."""
-        parts = []
-        for i, label in enumerate(labels):  # counts of a label alone: Neo4j's count store, no scan
-            parts.append(f"CALL () {{ MATCH (n:{quote(label)}) RETURN count(n) AS c{i} }}")
-            parts.append(f"CALL () {{ MATCH (w:{stamp_label(label)}) RETURN count(w) AS v{i} }}")
+        parts = [version_calls(label, f"c{i}", f"v{i}") for i, label in enumerate(labels)]
         cols = ", ".join(f"c{i}, v{i}" for i in range(len(labels)))
-        res = await self._read("\n".join(parts) + f"\nRETURN {cols}", {}, "reading label versions")
+        res = await self._read("".join(parts) + f"RETURN {cols}", {}, "reading label versions")
         rec = res.records[0]
         return {label: (int(rec[f"v{i}"]), int(rec[f"c{i}"])) for i, label in enumerate(labels)}
 
@@ -249,8 +255,8 @@ class AnchorScorer:
 
         ``wait`` (default: not :attr:`background`) reloads a missing or stale matrix before
         returning. Otherwise its reload starts in a background task and ``None`` comes back at
-        once, so the caller answers this search from Cypher (the same rows and scores, slower)
-        instead of waiting seconds for a large label to load.
+        once, so the caller answers this search from Cypher (the same rows, Neo4j's float32 cosines
+        for scores, slower) instead of waiting seconds for a large label to load.
         """
         wait = not self.background if wait is None else wait
         wanted = sorted(set(labels))

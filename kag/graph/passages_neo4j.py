@@ -65,9 +65,9 @@ import numpy as np
 from kag.errors import ConfigError, EmbeddingError, InvalidInputError
 from kag.graph.ann import IVFIndex
 from kag.graph.neo4j import ENTITY, Neo4jGraphStore
-from kag.graph.neo4j_anchor import SCREEN, LabelMatrix, stamp_label, version_bump
+from kag.graph.neo4j_anchor import SCREEN, LabelMatrix, version_bump, version_calls
 from kag.graph.passages import ChunkRecord, DocumentRecord, Mention, PassageRow, sort_rows
-from kag.query.cypher import NAMESPACE, quote
+from kag.query.cypher import NAMESPACE
 from kag.query.filters import SCOPED_FILTER_DEPTH, compile_cypher, flatten_metadata, validate_filter
 from kag.ranking.select import kth_largest
 from kag.validation import check_k
@@ -105,9 +105,8 @@ _SCORED = (
 _RESCORE = _SCORED + _ROW
 # ... and reads the Chunk version as AnchorScorer.versions does (count store: constant time), in one record
 _RESCORE_VERSIONED = (
-    f"CALL () {{ MATCH (n:{quote(CHUNK)}) RETURN count(n) AS chunks }}\n"
-    f"CALL () {{ MATCH (w:{stamp_label(CHUNK)}) RETURN count(w) AS stamps }}\n"
-    f"CALL () {{\n{_SCORED}RETURN collect({{id: c.id, props: c {{.*, embedding: null, {NAMESPACE}: null}}, "
+    version_calls(CHUNK, "chunks", "stamps")
+    + f"CALL () {{\n{_SCORED}RETURN collect({{id: c.id, props: c {{.*, embedding: null, {NAMESPACE}: null}}, "
     f"score: score, mentions: [(c)-[:MENTIONS]->(e:{ENTITY}) | e.id]}}) AS rows\n}}\n"
     "RETURN stamps, chunks, rows"
 )
