@@ -109,7 +109,7 @@ class _Index:
     unit_rows: bool = False  # every stored embedding has norm 1 (to float32 precision)
     rows: dict[tuple[str, ...], np.ndarray] = field(default_factory=dict)  # labels -> node positions
     others: dict[tuple[str, ...], np.ndarray] = field(default_factory=dict)  # labels -> every other position
-    # labels -> (mask, factor of ones) of a node pattern without texts or filters (read-only)
+    # labels -> (mask, factor: 1 where the mask is set) of a node pattern without texts or filters (read-only)
     masks: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     adjacency: dict[tuple[tuple[str, ...], tuple[str, ...]], _Adjacency] = field(default_factory=dict)
     # (labels, field, kind) -> (set, values) over all node positions: the field's value where a
@@ -582,7 +582,7 @@ class MemoryGraphStore:
         ``approximate_min_rows``), then are scored exactly like the others.
         """
         n = idx.label_code.shape[0]
-        rows = self._rows_of(idx, spec.labels)
+        rows = label_rows = self._rows_of(idx, spec.labels)
         part: np.ndarray | None = None  # the score factors so far; None while every one is 1
         for j, vec in enumerate(spec.vectors if rows.shape[0] else ()):
             links = spec.link_of(j)
@@ -605,7 +605,7 @@ class MemoryGraphStore:
                 dots = self._emb[:n] @ q32
             elif 4 * rows.shape[0] < n:
                 dots = self._emb[rows] @ q32
-            elif part is None and idx.unit_rows and rows is self._rows_of(idx, spec.labels):
+            elif part is None and idx.unit_rows and rows is label_rows:
                 # unit rows, the label's own rows: rule the few other rows out in place rather
                 # than gather every score of the label (a pass over the label saved)
                 dots = self._emb[:n] @ q32

@@ -614,8 +614,8 @@ class Neo4jGraphStore:
         """
         await self.assert_read_only(query, params)
         blocking = self._blocking_driver()
-        if blocking is None:
-            res = await self.read(query, params, what)
+        if blocking is None:  # proven read-only above
+            res = await self.run(query, params, write=False, what=what)
             return [list(record.values()) for record in res.records]
         raw: Any = self.driver.execute_query_bookmark_manager.get_bookmarks()
         if inspect.isawaitable(raw):  # an async driver's manager (a caller's blocking one answers directly)
