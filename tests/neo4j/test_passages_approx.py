@@ -39,6 +39,17 @@ def _doc(name: str, vectors: np.ndarray, langs: list[str] | None = None) -> tupl
     return doc, chunks
 
 
+async def _seeded(
+    store: Neo4jPassageStore, seed: int, langs: list[str] | None = None
+) -> tuple[np.random.Generator, np.ndarray, list[ChunkRecord]]:
+    """``N`` clustered chunks of one document written to ``store``: the generator, their vectors, the chunks."""
+    rng = np.random.default_rng(seed)
+    base = _clustered(rng, N)
+    doc, chunks = _doc("a", base, langs)
+    await store.write([doc], chunks, [])
+    return rng, base, chunks
+
+
 async def _recall(store: Neo4jPassageStore, queries: np.ndarray, k: int = 5) -> float:
     """Recall@k of approximate against exact search; also checks every approximate score is exact."""
     hits = 0
@@ -57,10 +68,7 @@ async def test_approximate_scores_are_exact_and_recall_is_high(
     stores: tuple[Neo4jPassageStore, Neo4jPassageStore],
 ) -> None:
     store, _ = stores
-    rng = np.random.default_rng(3)
-    base = _clustered(rng, N)
-    doc, chunks = _doc("a", base)
-    await store.write([doc], chunks, [])
+    rng, base, _ = await _seeded(store, 3)
     queries = base[rng.choice(N, 30, replace=False)] + 0.3 * rng.standard_normal((30, DIMS)).astype(np.float32)
     recall = await _recall(store, queries)
     assert recall >= 0.95
@@ -77,10 +85,7 @@ async def test_writes_by_another_store_are_seen_and_the_index_is_carried_over(
     stores: tuple[Neo4jPassageStore, Neo4jPassageStore],
 ) -> None:
     store, other = stores
-    rng = np.random.default_rng(4)
-    base = _clustered(rng, N)
-    doc, chunks = _doc("a", base)
-    await store.write([doc], chunks, [])
+    rng, base, _ = await _seeded(store, 4)
     probe = rng.standard_normal(DIMS).astype(np.float32)
     await store.vector_search(probe, 3, candidates=CANDIDATES)  # builds the IVF index
     built = store._ivf
@@ -121,10 +126,7 @@ async def test_growth_by_more_than_a_fifth_rebuilds(stores: tuple[Neo4jPassageSt
 
 async def test_filters_are_respected(stores: tuple[Neo4jPassageStore, Neo4jPassageStore]) -> None:
     store, _ = stores
-    rng = np.random.default_rng(8)
-    base = _clustered(rng, N)
-    doc, chunks = _doc("a", base, [["en", "fr", "de"][i % 3] for i in range(N)])
-    await store.write([doc], chunks, [])
+    _, base, chunks = await _seeded(store, 8, [["en", "fr", "de"][i % 3] for i in range(N)])
     for q in base[:5]:
         got = await store.vector_search(q, 5, where={"lang": "fr"}, candidates=CANDIDATES)
         exact = await store.vector_search(q, 5, where={"lang": "fr"})
