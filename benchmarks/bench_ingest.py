@@ -42,10 +42,9 @@ from typing import Any
 import numpy as np
 
 from benchmarks import world
-from benchmarks.common import Report, Result, log, neo4j_settings
+from benchmarks.common import NOT_STAMP, Report, Result, empty_neo4j, log, neo4j_settings
 from kag.graph.base import NodeRecord, RelationRecord
 from kag.graph.neo4j import ENTITY, RELATION_BATCH, Neo4jGraphStore
-from kag.graph.neo4j_anchor import STAMP
 from kag.graph.neo4j_import import import_records
 from kag.query.cypher import quote
 
@@ -55,8 +54,6 @@ BATCH = 1000  # node rows per transaction (measured: 250-2500, 1-3 at a time, wi
 CONCURRENCY = 2  # node batches side by side
 REL_BATCH = RELATION_BATCH  # relation rows per transaction (measured: 1000 18.5k, 5000 22k rows/s)
 ROOT = Path(__file__).resolve().parents[1]
-# kag's write stamps (kag.graph.neo4j_anchor) are bookkeeping, not graph: kept, and not counted
-NOT_STAMP = f"NOT any(label IN labels(n) WHERE label STARTS WITH '{STAMP}')"
 
 
 class Recorder:
@@ -97,17 +94,6 @@ async def per_row(
             database_=db,
         )
     return t1 - t0, time.perf_counter() - t1
-
-
-async def empty(store: Neo4jGraphStore) -> None:
-    """Delete every node (kag's and the peer's), keeping constraints and indexes."""
-    query = f"MATCH (n) WHERE {NOT_STAMP} CALL (n) {{ DETACH DELETE n }} IN TRANSACTIONS OF 5000 ROWS"
-
-    async def call() -> None:
-        async with store.session() as session:
-            await (await session.run(query)).consume()
-
-    await store.retry("emptying the benchmark graph", call)
 
 
 async def graph_counts(store: Neo4jGraphStore) -> tuple[int, int, int]:
@@ -222,7 +208,7 @@ async def run(settings: dict[str, str], step: int = 17, rounds: int = 2) -> Repo
     store = kb.store
     assert isinstance(store, Neo4jGraphStore)
     await kb.ensure_ready()
-    await empty(store)
+    await empty_neo4j(store)
     # untimed warm-up (JVM JIT, page cache, index structures) so the first timed phase
     # is not the only one paying for a cold server; every phase then starts from an empty graph
     log("ingest: warm-up")
@@ -230,9 +216,9 @@ async def run(settings: dict[str, str], step: int = 17, rounds: int = 2) -> Repo
     store.upsert = warm.upsert  # type: ignore[method-assign]
     await kb.upsert(items[: len(items) // 4])
     store.upsert = warm._upsert  # type: ignore[method-assign]
-    await empty(store)
+    await empty_neo4j(store)
     await per_row(store, warm.nodes[:100], warm.relations[:300])
-    await empty(store)
+    await empty_neo4j(store)
     recorder = Recorder(store)
     store.upsert = recorder.upsert  # type: ignore[method-assign]
     log(f"ingest: kag KnowledgeBase.upsert of {len(items)} items")
@@ -245,7 +231,7 @@ async def run(settings: dict[str, str], step: int = 17, rounds: int = 2) -> Repo
     n_nodes, n_rels = len(nodes), len(relations)
     rows = n_nodes + n_rels
 
-    await empty(store)
+    await empty_neo4j(store)
     log(f"ingest: baseline, {rows} rows one transaction each")
     base_nodes, base_rels = await per_row(store, nodes, relations)
     t_base = base_nodes + base_rels
@@ -264,7 +250,7 @@ async def run(settings: dict[str, str], step: int = 17, rounds: int = 2) -> Repo
     ]
     vec_times: list[float] = []
     for r in range(rounds):
-        await empty(store)
+        await empty_neo4j(store)
         log(f"ingest: round {r + 1}: kag bulk_upsert")
         t0 = time.perf_counter()
         await store.bulk_upsert(nodes, [], batch_size=BATCH, concurrency=CONCURRENCY)
@@ -276,13 +262,13 @@ async def run(settings: dict[str, str], step: int = 17, rounds: int = 2) -> Repo
         await store.bulk_upsert(changed, [], batch_size=BATCH, concurrency=CONCURRENCY)
         vec_times.append(time.perf_counter() - t0)
         if peer is not None:
-            await empty(store)
+            await empty_neo4j(store)
             log(f"ingest: round {r + 1}: neo4j-graphrag Neo4jWriter")
             peer_times.append(await peer.write())
             checks[f"peer {r}"] = await graph_counts(store)
     if peer is not None:
         peer.close()
-    await empty(store)
+    await empty_neo4j(store)
     await kb.aclose()
     if any(c != counts for c in checks.values()):
         raise AssertionError(f"phases wrote different graphs: kag {counts}, {checks}")

@@ -28,7 +28,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from benchmarks.common import Report, Result, log, neo4j_settings, percentiles
+from benchmarks.common import Report, Result, empty_neo4j, log, neo4j_settings, percentiles
 from kag import Document, create_knowledge
 from kag.graph.passages_neo4j import VECTOR_INDEX, Neo4jPassageStore
 
@@ -119,7 +119,7 @@ async def run(
     if reuse and (await store.counts())["chunks"] == n_chunks:
         ingest = f"reused the {n_chunks:,} chunks already stored"
     else:
-        await _empty(store)
+        await empty_neo4j(store.graph_store)
         started = time.perf_counter()
         batch = 5_000
         for start in range(0, n_chunks, batch):
@@ -225,16 +225,6 @@ async def run(
     )
     await knowledge.aclose()
     return report
-
-
-async def _empty(store: object) -> None:
-    graph = store.graph_store  # type: ignore[attr-defined]
-    while True:
-        res = await graph.run(
-            "MATCH (n) WITH n LIMIT 10000 DETACH DELETE n RETURN count(*) AS n", None, write=True, what="emptying"
-        )
-        if not res.records or res.records[0]["n"] == 0:
-            return
 
 
 def main() -> None:

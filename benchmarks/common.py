@@ -10,9 +10,17 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from kag.graph.neo4j_anchor import STAMP
+
+if TYPE_CHECKING:
+    from kag.graph.neo4j import Neo4jGraphStore
+
+# kag's write stamps (kag.graph.neo4j_anchor) are bookkeeping, not graph: kept, and not counted
+NOT_STAMP = f"NOT any(label IN labels(n) WHERE label STARTS WITH '{STAMP}')"
 
 
 @dataclass
@@ -202,3 +210,15 @@ async def neo4j_server_version(settings: dict[str, str]) -> str:
 def log(message: str) -> None:
     """Progress line on stderr (tables go to stdout)."""
     print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+async def empty_neo4j(store: Neo4jGraphStore) -> None:
+    """Delete every node of the benchmark server (kag's and a peer's, any namespace), keeping
+    constraints, indexes and kag's write stamps (so cached label versions stay monotonic)."""
+    query = f"MATCH (n) WHERE {NOT_STAMP} CALL (n) {{ DETACH DELETE n }} IN TRANSACTIONS OF 5000 ROWS"
+
+    async def call() -> None:
+        async with store.session() as session:
+            await (await session.run(query)).consume()
+
+    await store.retry("emptying the benchmark graph", call)
