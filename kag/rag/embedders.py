@@ -129,7 +129,7 @@ class HashEmbedder:
             hashes.extend(itertools.islice(w, 1, None))
         h = np.fromiter(hashes, dtype=np.uint64, count=len(hashes))
         idx = (h % np.uint64(self.dimensions)).astype(np.int64)
-        sign = np.where((h >> np.uint64(63)) & np.uint64(1), np.float32(1.0), np.float32(-1.0)).astype(np.float32)
+        sign = np.where((h >> np.uint64(63)) & np.uint64(1), np.float32(1.0), np.float32(-1.0))
         weight = np.ones(len(hashes), dtype=np.float32)
         weight[plain:] = self.trigram_weight
         out = (idx, sign, weight)
