@@ -17,6 +17,7 @@ from typing import Any
 from benchmarks import (
     bench_bm25,
     bench_embedders,
+    bench_first_load,
     bench_ingest,
     bench_local_lm,
     bench_memory,
@@ -48,6 +49,7 @@ NAMES = (
     "triplet",
     "scale",
     "ingest",
+    "first_load",
     "passages",
     "embedders",
     "local_lm",
@@ -67,6 +69,9 @@ def main() -> None:
     parser.add_argument("--neo4j-edges", type=int, default=1_000_000)
     parser.add_argument("--build-budget", type=float, default=900.0, help="seconds allowed for the Neo4j build")
     parser.add_argument("--ingest-step", type=int, default=17, help="ingest every N-th city (default 17)")
+    parser.add_argument(
+        "--first-load-edges", type=int, default=bench_first_load.EDGES, help="relations of the first-load graph"
+    )
     parser.add_argument(
         "--scale-sizes", type=int, nargs="*", default=list(bench_scale.SIZES), help="edge counts of the scale curve"
     )
@@ -150,6 +155,10 @@ def run_one(name: str, args: argparse.Namespace, settings: Any) -> Report:
             return Report("Passage vector search on Neo4j at scale", notes=["skipped: no NEO4J_URI"])
         else:
             return asyncio.run(bench_passages_ann.run(settings=settings))
+    elif name == "first_load":
+        if settings is None:  # it starts servers of its own, but only where the Neo4j benchmarks run
+            return Report("Large first load into an empty Neo4j", notes=["skipped: no NEO4J_URI"])
+        return asyncio.run(bench_first_load.run(args.first_load_edges))
     else:
         if settings is None:
             return Report("Bulk ingest into Neo4j", notes=["skipped: no NEO4J_URI"])

@@ -83,23 +83,22 @@ class ImportResult:
     import_seconds: float
 
 
-def _column_type(label: str, key: str, values: Iterable[Any]) -> str:
+def _column_type(label: str, key: str, values: Sequence[Any]) -> str:
     """The importer's type of a property column: one scalar type or an array of one (ints widen to float)."""
     kinds: set[str] = set()
     array = False
-    for value in values:
-        if value is None:
+    # one pass over the value types (a million relations share a handful); lists are opened after
+    for kind_of in {type(value) for value in values}:
+        if kind_of is type(None):
             continue
-        items = value if isinstance(value, (list, tuple)) else [value]
-        array = array or isinstance(value, (list, tuple))
-        for item in items:
-            kind = _SCALARS.get(type(item))
-            if kind is None:
-                raise InvalidInputError(
-                    f"{label}.{key} holds a {type(item).__name__}; Neo4j properties are numbers, texts, "
-                    "booleans or lists of one of them."
-                )
-            kinds.add(kind)
+        if kind_of is list or kind_of is tuple:
+            array = True
+            continue
+        kinds.add(_scalar_kind(label, key, kind_of))
+    if array:
+        for value in values:
+            if isinstance(value, (list, tuple)):
+                kinds.update(_scalar_kind(label, key, type(item)) for item in value)
     if kinds == {"long", "double"}:
         kinds = {"double"}
     if len(kinds) > 1:
@@ -108,7 +107,26 @@ def _column_type(label: str, key: str, values: Iterable[Any]) -> str:
     return kind + "[]" if array else kind
 
 
-def _cell(value: Any, kind: str, where: str) -> str:
+def _scalar_kind(label: str, key: str, kind_of: type) -> str:
+    kind = _SCALARS.get(kind_of)
+    if kind is None:
+        raise InvalidInputError(
+            f"{label}.{key} holds a {kind_of.__name__}; Neo4j properties are numbers, texts, "
+            "booleans or lists of one of them."
+        )
+    return kind
+
+
+def _cell(value: Any, kind: str, owner: str, key: str) -> str:
+    """The CSV text of one property value (``owner.key`` names it in errors)."""
+    kind_of = type(value)
+    # fast paths for the scalar cells a large load is made of
+    if kind_of is str:
+        if ARRAY_DELIMITER in value:
+            raise InvalidInputError(f"{owner}.{key} contains the control character U+001F.")
+        return value
+    if kind_of is int and kind == "long":
+        return str(value)
     if value is None:
         return ""
     items = value if isinstance(value, (list, tuple)) else [value]
@@ -119,12 +137,12 @@ def _cell(value: Any, kind: str, where: str) -> str:
         elif isinstance(item, float) or kind.startswith("double"):
             number = float(item)
             if not math.isfinite(number):
-                raise InvalidInputError(f"{where} is not a finite number.")
+                raise InvalidInputError(f"{owner}.{key} is not a finite number.")
             out.append(repr(number))
         else:
             text = str(item)
             if ARRAY_DELIMITER in text:
-                raise InvalidInputError(f"{where} contains the control character U+001F.")
+                raise InvalidInputError(f"{owner}.{key} contains the control character U+001F.")
             out.append(text)
     return ARRAY_DELIMITER.join(out)
 
@@ -140,7 +158,7 @@ def _property_columns(label: str, items: Sequence[dict[str, Any]], reserved: set
     keys = sorted({k for props in items for k in props} - reserved)
     for key in keys:
         quote(key)  # the same identifier rule as every Cypher name kag writes
-    return [(key, _column_type(label, key, (props.get(key) for props in items))) for key in keys]
+    return [(key, _column_type(label, key, [props.get(key) for props in items])) for key in keys]
 
 
 def write_csvs(
@@ -188,8 +206,8 @@ def write_csvs(
                     n.id,
                     labels,
                     namespace,
-                    *[_cell(n.properties.get(k), t, f"{n.id}.{k}") for k, t in cols],
-                    ARRAY_DELIMITER.join(repr(float(x)) for x in vec),
+                    *[_cell(n.properties.get(k), t, n.id, k) for k, t in cols],
+                    ARRAY_DELIMITER.join(map(repr, vec.tolist())),
                 ]
 
         path = directory / f"nodes_{number}.csv"
@@ -212,7 +230,7 @@ def write_csvs(
 
         def rel_rows(rgroup: list[RelationRecord] = rgroup, cols: list[tuple[str, str]] = cols) -> Iterable[list[str]]:
             for r in rgroup:
-                cells = [_cell(r.properties.get(k), t, f"{r.id}.{k}") for k, t in cols]
+                cells = [_cell(r.properties.get(k), t, r.id, k) for k, t in cols]
                 yield [r.start, r.end, r.label, r.id, namespace, *cells]
 
         path = directory / f"relations_{number}.csv"

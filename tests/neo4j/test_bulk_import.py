@@ -168,6 +168,37 @@ def test_csv_columns_carry_neo4j_types(tmp_path: Path) -> None:
     assert (files.node_count, files.relation_count) == (2, 1)
 
 
+def test_csv_cells_widen_and_refuse_per_column(tmp_path: Path) -> None:
+    a = NodeRecord("a", "City", {"label": "City", "name": "A"}, _vec())
+    b = NodeRecord("b", "City", {"label": "City", "name": "B"}, _vec())
+    rels = [
+        RelationRecord("r1", "NearTo", "a", "b", {"km": 3, "tags": [1, 2.5]}),
+        RelationRecord("r2", "NearTo", "b", "a", {"km": 4.25}),
+        RelationRecord("r3", "NearTo", "a", "a", {"tags": [7]}),
+    ]
+    files = write_csvs([a, b], rels, tmp_path)
+    lines = files.relations[0].read_text(encoding="utf-8").splitlines()
+    # ints and floats in one column (scalars or list items) widen to double; a missing value stays empty
+    assert lines[0] == ":START_ID,:END_ID,:TYPE,id:string,kag_ns:string,km:double,tags:double[]"
+    assert lines[1].split(",")[5:] == ["3.0", "1.0\x1f2.5"]
+    assert lines[2].split(",")[5:] == ["4.25", ""]
+    assert lines[3].split(",")[5:] == ["", "7.0"]
+    # a column whose values are all ints stays long and keeps their digits
+    files = write_csvs([a, b], [RelationRecord("r", "NearTo", "a", "b", {"km": 12345678901234})], tmp_path / "l")
+    assert files.relations[0].read_text(encoding="utf-8").splitlines()[1].endswith(",12345678901234")
+    mixed_list = RelationRecord("r", "NearTo", "a", "b", {"tags": ["x", 1]})
+    with pytest.raises(InvalidInputError, match=r"NearTo\.tags mixes"):
+        write_csvs([a, b], [mixed_list], tmp_path / "m")
+    nested = RelationRecord("r", "NearTo", "a", "b", {"tags": [{"x": 1}]})
+    with pytest.raises(InvalidInputError, match=r"NearTo\.tags holds a dict"):
+        write_csvs([a, b], [nested], tmp_path / "n")
+    delimiter = NodeRecord("c", "City", {"label": "City", "name": "C\x1fD"}, _vec())
+    with pytest.raises(InvalidInputError, match=r"c\.name contains the control character"):
+        write_csvs([a, delimiter], [], tmp_path / "d")
+    with pytest.raises(InvalidInputError, match=r"r\.km is not a finite number"):
+        write_csvs([a, b], [RelationRecord("r", "NearTo", "a", "b", {"km": float("nan")})], tmp_path / "f")
+
+
 async def test_bulk_upsert_writes_what_upsert_writes(neo4j_kb_factory: Any) -> None:
     memory = kag.KnowledgeBase("memory://", entity_models=ENTITY_MODELS, relation_models=RELATION_MODELS)
     await memory.upsert(seed_facts())
