@@ -5,8 +5,9 @@ IsCapitalOf / IsInContinent and two NearTo edges per city) and the same
 embeddings on every side:
 
 1. ``KnowledgeBase.upsert`` (validation, embedding, ``UNWIND ... MERGE`` batches
-   in managed write transactions); the node and relation records it hands to the
-   store are recorded on the way;
+   in managed write transactions; above ``atomic_rows``, ``bulk_upsert``'s batch
+   order), best of ``rounds``; the node and relation records it hands to the store
+   are recorded on the way the first time;
 2. the baseline replays exactly those records one row at a time, each row its
    own managed write transaction (``driver.execute_query``), sequentially — the
    embeddings are given to it for free (not timed), which favours the baseline;
@@ -249,7 +250,15 @@ async def run(settings: dict[str, str], step: int = 17, rounds: int = 2) -> Repo
         replace(n, embedding=np.asarray(rng.standard_normal(n.embedding.shape), dtype=np.float32)) for n in nodes
     ]
     vec_times: list[float] = []
+    upsert_times = [t_kag]
     for r in range(rounds):
+        if r:  # KnowledgeBase.upsert again (its first timing above recorded the rows)
+            await empty_neo4j(store)
+            log(f"ingest: round {r + 1}: kag KnowledgeBase.upsert")
+            t0 = time.perf_counter()
+            await kb.upsert(items)
+            upsert_times.append(time.perf_counter() - t0)
+            checks[f"upsert {r}"] = await graph_counts(store)
         await empty_neo4j(store)
         log(f"ingest: round {r + 1}: kag bulk_upsert")
         t0 = time.perf_counter()
@@ -273,6 +282,7 @@ async def run(settings: dict[str, str], step: int = 17, rounds: int = 2) -> Repo
     if any(c != counts for c in checks.values()):
         raise AssertionError(f"phases wrote different graphs: kag {counts}, {checks}")
 
+    t_kag = min(upsert_times)
     kag_n, kag_r = min(t for t, _ in kag_times), min(t for _, t in kag_times)
     t_bulk = kag_n + kag_r
     what = f"{n_nodes:,} nodes + {n_rels:,} rels"
@@ -311,9 +321,10 @@ async def run(settings: dict[str, str], step: int = 17, rounds: int = 2) -> Repo
             "start; it needs a stopped server (or one not started yet) and an empty database."
         )
     report.notes.append(
-        f"{rows:,} rows ({what}, 384-d HashEmbedder vectors); KnowledgeBase.upsert {t_kag:.2f} s incl. validation "
-        f"+ embedding; bulk_upsert best of {rounds} {t_bulk:.2f} s (node batches of {BATCH}, {CONCURRENCY} at a "
-        f"time, relation batches of {REL_BATCH}); baseline {t_base:.1f} s (embeddings precomputed, not timed)"
+        f"{rows:,} rows ({what}, 384-d HashEmbedder vectors); KnowledgeBase.upsert best of {rounds} "
+        f"{t_kag:.2f} s incl. validation + embedding; bulk_upsert best of {rounds} {t_bulk:.2f} s (node batches "
+        f"of {BATCH}, {CONCURRENCY} at a time, relation batches of {REL_BATCH}); baseline {t_base:.1f} s "
+        "(embeddings precomputed, not timed)"
         + (
             f"; Neo4jWriter best of {rounds} {sum(min(p) for p in zip(*peer_times, strict=True)):.2f} s"
             if peer_times

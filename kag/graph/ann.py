@@ -1,7 +1,11 @@
-"""An approximate nearest-neighbour index for the embedded store: IVF on numpy.
+"""Approximate nearest-neighbour indexes on numpy: IVF, and a principal-component screen.
 
-Opt-in (``MemoryGraphStore(approximate_min_rows=...)``) and used only by plans that
-ask for it with ``candidates`` — the same knob as the Neo4j store's approximate mode,
+:class:`IVFIndex` serves the embedded store's approximate mode and ``approximate="ivf"``
+passage search on Neo4j; :class:`ProjectedIndex` serves ``approximate="pca"`` (the
+default) passage search. Both return candidate rows that the caller scores exactly.
+
+The embedded store's IVF is opt-in (``MemoryGraphStore(approximate_min_rows=...)``)
+and used only by plans that ask for it with ``candidates``: the same knob as the Neo4j store's approximate mode,
 where the anchor's candidates come from the label's HNSW index and are then scored
 exactly. Here a coarse quantizer (spherical k-means, about ``4 * sqrt(n)`` centroids)
 splits a label's rows into lists; a query scores the centroids, scans the rows of the
@@ -17,9 +21,12 @@ than a fifth since the build.
 
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
+
+from kag.ranking.select import kth_largest
 
 _BLOCK = 8192  # rows per block of the assignment products (bounds the temporaries)
 
@@ -114,3 +121,73 @@ def _nearest(vectors: np.ndarray, centroids: np.ndarray) -> np.ndarray:
     for start in range(0, vectors.shape[0], _BLOCK):
         out[start : start + _BLOCK] = np.argmax(vectors[start : start + _BLOCK] @ centroids.T, axis=1)
     return out
+
+
+class ProjectedIndex:
+    """A screen over a matrix's rows projected onto their ``dims`` main directions.
+
+    The directions are the leading eigenvectors of the unit rows' second-moment matrix
+    (PCA without centering). A query scores every projected row (``n x dims`` floats
+    instead of ``n x d``), the ``oversample * candidates`` best of that screen are scored
+    in full, and the ``candidates`` best are returned, for the caller to score exactly.
+    Rows whose similarity lives mostly outside the kept directions can be missed.
+
+    Unlike IVF there is no clustering to go stale: :meth:`project` puts the rows of a
+    reloaded matrix (rows added, removed or re-embedded) under the same directions, and
+    the directions are worth recomputing only when the rows changed a lot. Measured on
+    100k chunks of Python sources (384-d hash vectors, 300 queries): recall@5 0.995
+    against exact search for 100 candidates with the defaults (192 directions, 800 rows
+    scored in full), a screen of about 2 ms; IVF with the same candidates found 0.89-0.91,
+    depending on the build.
+    """
+
+    def __init__(self, matrix: np.ndarray, *, dims: int = 192, oversample: int = 8) -> None:
+        n, d = matrix.shape
+        self.dims = max(1, min(dims, d))
+        self.oversample = oversample
+        self.built_rows = n
+        moment = np.zeros((d, d), dtype=np.float64)
+        for start in range(0, n, _BLOCK):  # blocks: bounded temporaries
+            block = _unit(matrix[start : start + _BLOCK])
+            moment += block.T.astype(np.float64) @ block.astype(np.float64)
+        _, vectors = np.linalg.eigh(moment)  # ascending eigenvalues
+        self.directions = np.ascontiguousarray(vectors[:, ::-1][:, : self.dims], dtype=np.float32)
+        self.projected = self.project(matrix)
+
+    def project(self, matrix: np.ndarray) -> np.ndarray:
+        """The unit rows of ``matrix`` in the index's directions (``n x dims``, float32)."""
+        out = np.empty((matrix.shape[0], self.dims), dtype=np.float32)
+        for start in range(0, matrix.shape[0], _BLOCK):
+            out[start : start + _BLOCK] = _unit(matrix[start : start + _BLOCK]) @ self.directions
+        return out
+
+    def moved(self, matrix: np.ndarray) -> ProjectedIndex:
+        """This index over ``matrix``, a reload of the rows it was built on (same directions)."""
+        out = copy.copy(self)
+        out.projected = self.project(matrix)
+        return out
+
+    def search(
+        self, matrix: np.ndarray, query: np.ndarray, candidates: int, norms: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Positions (into ``matrix``, the rows it was built or moved on) of the ``candidates`` rows
+        the screen ranks best, by their full similarity, sorted. ``norms``: the rows' norms, when
+        they are not unit vectors (similarity is cosine)."""
+        n = self.projected.shape[0]
+        if n <= candidates:
+            return np.arange(n)
+        q = np.asarray(query, dtype=np.float32)
+        screen = self.projected @ (q @ self.directions)
+        width = min(n, max(candidates, self.oversample * candidates))
+        # the rows at or above the width-th best screen score (ties may add a few)
+        pool = np.flatnonzero(screen >= kth_largest(screen, width)) if width < n else np.arange(n)
+        # a single-threaded kernel: BLAS threads cost more than they save on a few thousand rows
+        dots = np.einsum("ij,j->i", matrix[pool], q)
+        if norms is not None:
+            dots = dots / norms[pool]
+        top = np.argpartition(-dots, candidates - 1)[:candidates]
+        return np.sort(pool[top])
+
+    def nbytes(self) -> int:
+        """Bytes held by the index (the projected rows and the directions)."""
+        return int(self.projected.nbytes + self.directions.nbytes)

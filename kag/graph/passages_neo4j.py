@@ -25,17 +25,23 @@ reloading it when either changed; an embedding rewritten by raw Cypher without
 a kag write and without adding or removing chunks is seen after
 ``anchor_scorer.invalidate(["Chunk"])``.
 
-``candidates=N`` opts into approximate search. By default (``approximate="ivf"``)
-it probes an IVF index (:class:`kag.graph.ann.IVFIndex`) over that same chunk
-matrix: the probed lists' ``N`` best rows are screened as above and the few near
-the cut scored by Neo4j, so every returned score is exact and only chunks outside
-the probed lists can be missed (lists holding about ``32 * N`` rows are probed:
-a larger ``N`` trades time for recall). The index is built in a worker thread on
-the first approximate search (seconds at 100k chunks) and carried over matrix
-reloads by chunk id (a reload may order rows differently): chunks added or
-re-embedded since the build are scanned exactly with the probed lists, deleted
-ones dropped, and it is rebuilt once the chunk count moved by more than a fifth
-since the build. The version check and reload are those of exact search, so a
+``candidates=N`` opts into approximate search. By default (``approximate="pca"``)
+a screen over that same chunk matrix projected onto its 192 main directions
+(:class:`kag.graph.ann.ProjectedIndex`) picks the ``8 * N`` most promising
+chunks, numpy scores those in full and keeps the ``N`` best; these are screened as
+above and the few near the cut scored by Neo4j, so every returned score is exact
+and only chunks the projection ranks too low can be missed (a larger ``N`` trades
+time for recall). The directions are computed in a worker thread on the first
+approximate search (under a second at 100k chunks); a matrix reload is projected
+onto the same directions (chunks added, removed or re-embedded included), which
+are recomputed once the chunk count moved by more than a fifth since. With
+``approximate="ivf"`` an IVF index (:class:`kag.graph.ann.IVFIndex`) picks the
+``N`` instead: the best rows of the lists holding about ``32 * N`` rows. It is
+carried over matrix reloads by chunk id (a reload may order rows differently):
+chunks added or re-embedded since the build are scanned exactly with the probed
+lists, deleted ones dropped, and it is rebuilt under the same fifth rule. On real
+text its recall varied with the build (see the README), which the projection's
+does not. The version check and reload are those of exact search, so a
 write by any kag store is seen by the next search. With a ``where`` filter the
 search is restricted to the filtered chunks and is exact; with ``ids=`` the
 listed chunks are scanned in Cypher (exact). Neo4j's HNSW index (built without
@@ -63,7 +69,7 @@ from typing import Any, Literal
 import numpy as np
 
 from kag.errors import ConfigError, EmbeddingError, InvalidInputError
-from kag.graph.ann import IVFIndex
+from kag.graph.ann import IVFIndex, ProjectedIndex
 from kag.graph.neo4j import ENTITY, Neo4jGraphStore
 from kag.graph.neo4j_anchor import SCREEN, LabelMatrix, version_bump, version_calls
 from kag.graph.passages import ChunkRecord, DocumentRecord, Mention, PassageRow, sort_rows
@@ -84,8 +90,12 @@ CHUNK = "Chunk"
 RESCORE_CAP = 5_000
 # the IVF index of approximate search probes lists holding this many times ``candidates`` rows
 IVF_OVERSAMPLE = 32
+# the projected screen: directions kept, and rows scored in full per candidate
+PCA_DIMS = 192
+PCA_OVERSAMPLE = 8
 _BLOCK = 8192  # rows compared at a time when an IVF index is carried over a matrix reload
-Approximate = Literal["ivf", "hnsw"]
+Approximate = Literal["pca", "ivf", "hnsw"]
+APPROXIMATE_MODES = ("pca", "ivf", "hnsw")
 # the Chunk write counter, bumped in every transaction that writes or deletes chunks
 _BUMP = "UNWIND [0] AS bump\n" + version_bump(CHUNK)
 _TERM = re.compile(r"\w+", re.UNICODE)
@@ -132,32 +142,34 @@ class _VectorSearch:
 
 
 @dataclass
-class _Ivf:
-    """An IVF index whose rows are positions into ``matrix``; ``built_rows``: the row count it was built at."""
+class _Screen:
+    """An approximate index whose rows are positions into ``matrix``; ``built_rows``: the row count it
+    was built at."""
 
     matrix: LabelMatrix
-    index: IVFIndex
+    index: IVFIndex | ProjectedIndex
     built_rows: int
 
 
 class Neo4jPassageStore:
     """Documents and chunks on the server of ``graph_store`` (see the module docstring).
 
-    ``approximate`` picks what ``candidates=N`` searches use: ``"ivf"`` (default) an IVF index
-    over the chunk matrix kept beside the driver, falling back to Neo4j's HNSW index when no
-    matrix can be used; ``"hnsw"`` always Neo4j's HNSW index.
+    ``approximate`` picks what ``candidates=N`` searches use: ``"pca"`` (default) a screen over the
+    chunk matrix kept beside the driver, projected onto its main directions, or ``"ivf"`` an IVF
+    index over it, both falling back to Neo4j's HNSW index when no matrix can be used; ``"hnsw"``
+    always Neo4j's HNSW index.
     """
 
-    def __init__(self, graph_store: Neo4jGraphStore, *, approximate: Approximate = "ivf") -> None:
-        if approximate not in ("ivf", "hnsw"):
-            raise ConfigError(f"approximate must be 'ivf' or 'hnsw', got {approximate!r}.")
+    def __init__(self, graph_store: Neo4jGraphStore, *, approximate: Approximate = "pca") -> None:
+        if approximate not in APPROXIMATE_MODES:
+            raise ConfigError(f"approximate must be one of {', '.join(APPROXIMATE_MODES)}, got {approximate!r}.")
         self.graph_store = graph_store
         self.approximate: Approximate = approximate
         self._dims: int | None = None
         self._warned = False
         self._inverse: tuple[LabelMatrix, np.ndarray] | None = None  # 1 / norms of the cached chunk matrix
-        self._ivf: _Ivf | None = None  # built on the first approximate search, carried over matrix reloads
-        self._ivf_lock = asyncio.Lock()
+        self._screen: _Screen | None = None  # built on the first approximate search, carried over reloads
+        self._screen_lock = asyncio.Lock()
 
     # -- schema ---------------------------------------------------------------
     async def ensure_schema(self, dimensions: int) -> None:
@@ -401,7 +413,7 @@ class Neo4jPassageStore:
         if ids is not None:
             params["ids"] = list(dict.fromkeys(ids))
             cond = f"c.id IN $ids AND {cond}"
-        if ids is None and (candidates is None or self.approximate == "ivf"):
+        if ids is None and (candidates is None or self.approximate != "hnsw"):
             found = await self._matrix_search(_VectorSearch(vec, k, where, cond, params, candidates))
             if found is not None:
                 return found
@@ -449,8 +461,8 @@ class Neo4jPassageStore:
         fall back; and, when ``versioned``, the ``Chunk`` version read by the scoring query (``None`` when
         it did not run).
 
-        Exact by default. With ``candidates`` and no filter, only the IVF index's ``candidates`` best
-        rows are screened (approximate); a filter restricts the rows first, so that search is exact.
+        Exact by default. With ``candidates`` and no filter, only the approximate index's ``candidates``
+        best rows are screened (approximate); a filter restricts the rows first, so that search is exact.
         """
         vec, k, where, cond, params, candidates = (
             search.vector,
@@ -476,7 +488,7 @@ class Neo4jPassageStore:
                 return [], None
         q = vec.astype(np.float32)
         if candidates is not None and rows is None:
-            rows = (await self._ivf_for(matrix)).search(matrix.matrix, q, max(candidates, k), matrix.norms)
+            rows = (await self._screen_for(matrix)).search(matrix.matrix, q, max(candidates, k), matrix.norms)
         # the screen ranks by cos * |q| in float32 (|q| is common to all rows): one pass over the matrix
         sub = matrix.matrix if rows is None else matrix.matrix[rows]
         approx = (sub @ q) * (inverse if rows is None else inverse[rows])
@@ -499,25 +511,35 @@ class Neo4jPassageStore:
         record = res.records[0]
         return self._rows(record["rows"]), (int(record["stamps"]), int(record["chunks"]))
 
-    async def _ivf_for(self, matrix: LabelMatrix) -> IVFIndex:
-        """The IVF index over ``matrix``: built on first use, rebuilt when the row count moved by more
-        than a fifth since the build, otherwise carried over from the last matrix (see :func:`_remap`).
+    async def _screen_for(self, matrix: LabelMatrix) -> IVFIndex | ProjectedIndex:
+        """The approximate index over ``matrix``: built on first use, rebuilt when the row count moved by
+        more than a fifth since the build, otherwise carried over from the last matrix (the projection
+        re-projects the reloaded rows; IVF follows them by id, see :func:`_remap`).
 
-        Built in a worker thread (seconds at 100k chunks), one search at a time, so the event loop
-        keeps serving and concurrent searches do not build it twice.
+        Built in a worker thread (up to seconds at 100k chunks), one search at a time, so the event
+        loop keeps serving and concurrent searches do not build it twice.
         """
-        async with self._ivf_lock:
-            held = self._ivf
+        async with self._screen_lock:
+            held = self._screen
             if held is not None and held.matrix is matrix:
                 return held.index
-            n = matrix.matrix.shape[0]
-            if held is None or abs(n - held.built_rows) > held.built_rows // 5:
-                index = await asyncio.to_thread(IVFIndex, matrix.matrix, np.arange(n), oversample=IVF_OVERSAMPLE)
-                self._ivf = _Ivf(matrix, index, n)
-            else:
+            rows = matrix.matrix.shape[0]
+            if held is None or abs(rows - held.built_rows) > held.built_rows // 5:
+                index: IVFIndex | ProjectedIndex
+                if self.approximate == "ivf":
+                    index = await asyncio.to_thread(IVFIndex, matrix.matrix, np.arange(rows), oversample=IVF_OVERSAMPLE)
+                else:
+                    index = await asyncio.to_thread(
+                        ProjectedIndex, matrix.matrix, dims=PCA_DIMS, oversample=PCA_OVERSAMPLE
+                    )
+                self._screen = _Screen(matrix, index, rows)
+            elif isinstance(held.index, IVFIndex):
                 moved = await asyncio.to_thread(_remap, held.index, held.matrix, matrix)
-                self._ivf = _Ivf(matrix, moved, held.built_rows)
-            return self._ivf.index
+                self._screen = _Screen(matrix, moved, held.built_rows)
+            else:
+                projected = await asyncio.to_thread(held.index.moved, matrix.matrix)
+                self._screen = _Screen(matrix, projected, held.built_rows)
+            return self._screen.index
 
     async def keyword_search(self, text: str, k: int, where: Mapping[str, Any] | None = None) -> list[PassageRow]:
         k = check_k(k, minimum=0)

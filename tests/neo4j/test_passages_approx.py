@@ -1,8 +1,9 @@
-"""Approximate passage search on Neo4j (``candidates=N``): the IVF index over the cached chunk matrix.
+"""Approximate passage search on Neo4j (``candidates=N``): the projected screen (default) and the IVF
+index over the cached chunk matrix.
 
-Every score it returns is Neo4j's exact score; rows are missed only outside the probed lists; writes
-by another store are seen; filters and the namespace hold. The IVF index is carried over matrix
-reloads by chunk id, which a reordered reload must not break.
+Every score either returns is Neo4j's exact score; recall is high; writes by another store are seen;
+filters and the namespace hold. Both are carried over matrix reloads: the projection re-projects the
+reloaded rows, the IVF index follows them by chunk id, which a reordered reload must not break.
 """
 
 from __future__ import annotations
@@ -11,15 +12,26 @@ import numpy as np
 import pytest
 
 from kag.errors import ConfigError
-from kag.graph.ann import IVFIndex
+from kag.graph.ann import IVFIndex, ProjectedIndex
 from kag.graph.neo4j_anchor import LabelMatrix
 from kag.graph.passages import ChunkRecord, DocumentRecord
-from kag.graph.passages_neo4j import Neo4jPassageStore, _remap
+from kag.graph.passages_neo4j import PCA_DIMS, Neo4jPassageStore, _remap
 from tests.neo4j.conftest import DIMS, fresh_namespace, passage_store
 
 pytestmark = pytest.mark.neo4j
 N = 3000
-CANDIDATES = 20  # the IVF probes about 32 * 20 = 640 of the 3,000 rows: a real approximation
+CANDIDATES = 20  # the IVF probes about 32 * 20 = 640 of the 3,000 rows, the screen scores 160 in full
+
+
+@pytest.fixture(params=["pca", "ivf"])
+def mode(request: pytest.FixtureRequest) -> str:
+    """The approximate index under test."""
+    return str(request.param)
+
+
+def _in_mode(store: Neo4jPassageStore, mode: str) -> Neo4jPassageStore:
+    """A store on ``store``'s driver and namespace whose approximate searches use ``mode``."""
+    return Neo4jPassageStore(store.graph_store, approximate=mode)  # type: ignore[arg-type]
 
 
 def _clustered(rng: np.random.Generator, n: int, clusters: int = 60) -> np.ndarray:
@@ -65,38 +77,45 @@ async def _recall(store: Neo4jPassageStore, queries: np.ndarray, k: int = 5) -> 
 
 
 async def test_approximate_scores_are_exact_and_recall_is_high(
-    stores: tuple[Neo4jPassageStore, Neo4jPassageStore],
+    stores: tuple[Neo4jPassageStore, Neo4jPassageStore], mode: str
 ) -> None:
-    store, _ = stores
-    rng, base, _ = await _seeded(store, 3)
+    writer, _ = stores
+    store = _in_mode(writer, mode)
+    rng, base, _ = await _seeded(writer, 3)
     queries = base[rng.choice(N, 30, replace=False)] + 0.3 * rng.standard_normal((30, DIMS)).astype(np.float32)
     recall = await _recall(store, queries)
     assert recall >= 0.95
-    held = store._ivf
-    assert held is not None and held.built_rows == N  # the IVF path ran (not HNSW)
-    probed = held.index.search(held.matrix.matrix, queries[0], CANDIDATES * 32)
-    assert probed.shape[0] < N  # and it probes part of the rows only
+    held = store._screen
+    assert held is not None and held.built_rows == N  # the matrix path ran (not HNSW)
+    if mode == "ivf":
+        assert isinstance(held.index, IVFIndex)
+        probed = held.index.search(held.matrix.matrix, queries[0], CANDIDATES * 32)
+        assert probed.shape[0] < N  # it probes part of the rows only
+    else:  # the screen reads part of the 384 dimensions of every row
+        assert isinstance(held.index, ProjectedIndex) and PCA_DIMS < DIMS
+        assert held.index.projected.shape == (N, PCA_DIMS)
     # a query equal to a stored chunk finds it first, with Neo4j's score for an identical vector
     top = await store.vector_search(base[123], 1, candidates=CANDIDATES)
     assert top[0].chunk_id == "chk_a_00123" and top[0].score == pytest.approx(1.0)
 
 
 async def test_writes_by_another_store_are_seen_and_the_index_is_carried_over(
-    stores: tuple[Neo4jPassageStore, Neo4jPassageStore],
+    stores: tuple[Neo4jPassageStore, Neo4jPassageStore], mode: str
 ) -> None:
-    store, other = stores
-    rng, base, _ = await _seeded(store, 4)
+    writer, other = stores
+    store = _in_mode(writer, mode)
+    rng, base, _ = await _seeded(writer, 4)
     probe = rng.standard_normal(DIMS).astype(np.float32)
-    await store.vector_search(probe, 3, candidates=CANDIDATES)  # builds the IVF index
-    built = store._ivf
+    await store.vector_search(probe, 3, candidates=CANDIDATES)  # builds the approximate index
+    built = store._screen
     assert built is not None
     # another driver adds a chunk equal to the probe: approximate search must find it at once
     doc_b, chunks_b = _doc("b", probe.reshape(1, -1))
     await other.write([doc_b], chunks_b, [])
     got = await store.vector_search(probe, 3, candidates=CANDIDATES)
     assert got[0].chunk_id == "chk_b_00000" and got[0].score == pytest.approx(1.0)
-    assert store._ivf is not None and store._ivf.index is not built.index  # carried over ...
-    assert store._ivf.built_rows == N  # ... not rebuilt
+    assert store._screen is not None and store._screen.index is not built.index  # carried over ...
+    assert store._screen.built_rows == N  # ... not rebuilt
     # ... and deletes it: gone at once
     await other.delete_documents([doc_b.id])
     assert all(r.chunk_id != "chk_b_00000" for r in await store.vector_search(probe, 3, candidates=CANDIDATES))
@@ -110,23 +129,32 @@ async def test_writes_by_another_store_are_seen_and_the_index_is_carried_over(
     assert top[0].chunk_id == "chk_a_00000" and top[0].score == pytest.approx(1.0)
 
 
-async def test_growth_by_more_than_a_fifth_rebuilds(stores: tuple[Neo4jPassageStore, Neo4jPassageStore]) -> None:
-    store, other = stores
+async def test_growth_by_more_than_a_fifth_rebuilds(
+    stores: tuple[Neo4jPassageStore, Neo4jPassageStore], mode: str
+) -> None:
+    writer, other = stores
+    store = _in_mode(writer, mode)
     rng = np.random.default_rng(6)
     doc, chunks = _doc("a", _clustered(rng, 1000))
-    await store.write([doc], chunks, [])
+    await writer.write([doc], chunks, [])
     probe = rng.standard_normal(DIMS).astype(np.float32)
     await store.vector_search(probe, 3, candidates=CANDIDATES)
-    assert store._ivf is not None and store._ivf.built_rows == 1000
-    doc_b, chunks_b = _doc("b", _clustered(rng, 300))
+    assert store._screen is not None and store._screen.built_rows == 1000
+    first = store._screen.index
+    doc_b, chunks_b = _doc("b", _clustered(rng, 100))  # a tenth more: carried over
     await other.write([doc_b], chunks_b, [])
     await store.vector_search(probe, 3, candidates=CANDIDATES)
-    assert store._ivf.built_rows == 1300
+    assert store._screen.built_rows == 1000 and store._screen.index is not first
+    doc_c, chunks_c = _doc("c", _clustered(rng, 200))  # 1,300 rows: rebuilt
+    await other.write([doc_c], chunks_c, [])
+    await store.vector_search(probe, 3, candidates=CANDIDATES)
+    assert store._screen.built_rows == 1300
 
 
-async def test_filters_are_respected(stores: tuple[Neo4jPassageStore, Neo4jPassageStore]) -> None:
-    store, _ = stores
-    _, base, chunks = await _seeded(store, 8, [["en", "fr", "de"][i % 3] for i in range(N)])
+async def test_filters_are_respected(stores: tuple[Neo4jPassageStore, Neo4jPassageStore], mode: str) -> None:
+    writer, _ = stores
+    store = _in_mode(writer, mode)
+    _, base, chunks = await _seeded(writer, 8, [["en", "fr", "de"][i % 3] for i in range(N)])
     for q in base[:5]:
         got = await store.vector_search(q, 5, where={"lang": "fr"}, candidates=CANDIDATES)
         exact = await store.vector_search(q, 5, where={"lang": "fr"})
@@ -160,7 +188,7 @@ async def test_namespaces_do_not_cross(neo4j_config: dict[str, str]) -> None:
                     assert got[0].chunk_id == "chk_a_00007" and got[0].score == pytest.approx(1.0)
                 else:  # the same id in the other namespace scores against that namespace's vector
                     assert got[0].score < 0.99
-        assert a._ivf is not None and a._ivf.built_rows == 1000
+        assert a._screen is not None and a._screen.built_rows == 1000
     finally:
         await a.clear()
         await b.clear()
@@ -177,7 +205,7 @@ async def test_hnsw_option_and_validation(stores: tuple[Neo4jPassageStore, Neo4j
     hnsw = Neo4jPassageStore(store.graph_store, approximate="hnsw")
     got = await hnsw.vector_search(base[9], 3, candidates=50)
     assert got[0].chunk_id == "chk_a_00009" and got[0].score == pytest.approx(1.0)
-    assert hnsw._ivf is None  # the HNSW index answered, no IVF was built
+    assert hnsw._screen is None  # the HNSW index answered, no index over the matrix was built
     with pytest.raises(ConfigError):
         Neo4jPassageStore(store.graph_store, approximate="lsh")  # type: ignore[arg-type]
 
