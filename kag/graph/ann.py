@@ -96,16 +96,21 @@ class IVFIndex:
         pool = np.concatenate([*parts, self.extra])
         if pool.shape[0] <= candidates:
             return np.sort(pool)
-        # a single-threaded kernel: BLAS threads cost more than they save on a few thousand rows
-        dots = np.einsum("ij,j->i", matrix[pool], q)
-        if norms is not None:
-            dots = dots / norms[pool]
-        top = np.argpartition(-dots, candidates - 1)[:candidates]
-        return np.sort(pool[top])
+        return _best(matrix, pool, q, candidates, norms)
 
     def nbytes(self) -> int:
         """Bytes held by the index (the vectors themselves stay in the store's matrix)."""
         return int(self.rows.nbytes + self.centroids.nbytes + self.members.nbytes + self.indptr.nbytes)
+
+
+def _best(matrix: np.ndarray, pool: np.ndarray, q: np.ndarray, candidates: int, norms: np.ndarray | None) -> np.ndarray:
+    """The ``candidates`` rows of ``pool`` most similar to ``q`` (cosine when ``norms`` are given), sorted."""
+    # a single-threaded kernel: BLAS threads cost more than they save on a few thousand rows
+    dots = np.einsum("ij,j->i", matrix[pool], q)
+    if norms is not None:
+        dots = dots / norms[pool]
+    top = np.argpartition(-dots, candidates - 1)[:candidates]
+    return np.sort(pool[top])
 
 
 def _unit(vectors: np.ndarray) -> np.ndarray:
@@ -181,12 +186,7 @@ class ProjectedIndex:
         width = min(n, max(candidates, self.oversample * candidates))
         # the rows at or above the width-th best screen score (ties may add a few)
         pool = np.flatnonzero(screen >= kth_largest(screen, width)) if width < n else np.arange(n)
-        # a single-threaded kernel: BLAS threads cost more than they save on a few thousand rows
-        dots = np.einsum("ij,j->i", matrix[pool], q)
-        if norms is not None:
-            dots = dots / norms[pool]
-        top = np.argpartition(-dots, candidates - 1)[:candidates]
-        return np.sort(pool[top])
+        return _best(matrix, pool, q, candidates, norms)
 
     def nbytes(self) -> int:
         """Bytes held by the index (the projected rows and the directions)."""
