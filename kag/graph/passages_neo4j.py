@@ -524,7 +524,8 @@ class Neo4jPassageStore:
             if held is not None and held.matrix is matrix:
                 return held.index
             rows = matrix.matrix.shape[0]
-            if held is None or abs(rows - held.built_rows) > held.built_rows // 5:
+            resized = held is not None and held.matrix.matrix.shape[1] != matrix.matrix.shape[1]  # re-embedded
+            if held is None or resized or abs(rows - held.built_rows) > held.built_rows // 5:
                 index: IVFIndex | ProjectedIndex
                 if self.approximate == "ivf":
                     index = await asyncio.to_thread(IVFIndex, matrix.matrix, np.arange(rows), oversample=IVF_OVERSAMPLE)

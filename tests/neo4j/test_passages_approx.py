@@ -13,6 +13,7 @@ import pytest
 
 from kag.errors import ConfigError
 from kag.graph.ann import IVFIndex, ProjectedIndex
+from kag.graph.neo4j import Neo4jGraphStore
 from kag.graph.neo4j_anchor import LabelMatrix
 from kag.graph.passages import ChunkRecord, DocumentRecord
 from kag.graph.passages_neo4j import PCA_DIMS, Neo4jPassageStore, _remap
@@ -234,3 +235,23 @@ def test_remap_follows_ids_through_a_reordered_reload() -> None:
     assert sorted(new_ids[moved.extra]) == sorted([new_ids[j]] + [f"n{i}" for i in range(5)])
     top = moved.search(new_matrix, fresh[2], 5)
     assert "n2" in set(new_ids[top])
+
+
+async def test_vectors_of_another_length_rebuild_the_index(mode: str) -> None:
+    graph = Neo4jGraphStore("neo4j://127.0.0.1:1")  # never connected: the index lives beside the driver
+    store = Neo4jPassageStore(graph, approximate=mode)  # type: ignore[arg-type]
+    rng = np.random.default_rng(3)
+    ids = np.array([f"c{i:03d}" for i in range(300)], dtype=object)
+
+    def matrix(version: int, dims: int) -> LabelMatrix:
+        rows = rng.standard_normal((300, dims)).astype(np.float32)
+        return LabelMatrix((version, 300), ids, rows, np.linalg.norm(rows, axis=1).astype(np.float64))
+
+    first = await store._screen_for(matrix(0, 16))
+    again = await store._screen_for(matrix(1, 16))  # same length, same count: carried over
+    assert again is not first and store._screen is not None and store._screen.built_rows == 300
+    wider = matrix(2, 32)  # every chunk re-embedded with another embedder: rebuilt, not carried over
+    index = await store._screen_for(wider)
+    assert index.search(wider.matrix, wider.matrix[7], 10, wider.norms).shape == (10,)
+    assert 7 in index.search(wider.matrix, wider.matrix[7], 10, wider.norms).tolist()
+    await graph.aclose()
