@@ -185,7 +185,6 @@ async def run(edges: int = EDGES, heap: str = "2g") -> Report:
             finally:
                 peer.close()
                 await kb.aclose()
-        server.sh("stop")
     finally:
         try:
             server.sh("stop")

@@ -5,9 +5,9 @@ passage search on Neo4j; :class:`ProjectedIndex` serves ``approximate="pca"`` (t
 default) passage search. Both return candidate rows that the caller scores exactly.
 
 The embedded store's IVF is opt-in (``MemoryGraphStore(approximate_min_rows=...)``)
-and used only by plans that ask for it with ``candidates``: the same knob as the Neo4j store's approximate mode,
-where the anchor's candidates come from the label's HNSW index and are then scored
-exactly. Here a coarse quantizer (spherical k-means, about ``4 * sqrt(n)`` centroids)
+and used only by plans that ask for it with ``candidates``: the same knob as the Neo4j
+store's approximate mode, where the anchor's candidates come from the label's HNSW index
+and are then scored exactly. Here a coarse quantizer (spherical k-means, about ``4 * sqrt(n)`` centroids)
 splits a label's rows into lists; a query scores the centroids, scans the rows of the
 best lists (enough of them to hold ``oversample * candidates`` rows, 32 x by default) and returns the
 ``candidates`` rows of highest similarity. The store then scores those rows exactly,
@@ -137,7 +137,7 @@ class ProjectedIndex:
     in full, and the ``candidates`` best are returned, for the caller to score exactly.
     Rows whose similarity lives mostly outside the kept directions can be missed.
 
-    Unlike IVF there is no clustering to go stale: :meth:`project` puts the rows of a
+    Unlike IVF there is no clustering to go stale: :meth:`moved` puts the rows of a
     reloaded matrix (rows added, removed or re-embedded) under the same directions, and
     the directions are worth recomputing only when the rows changed a lot. Measured on
     100k chunks of Python sources (384-d hash vectors, 300 queries): recall@5 0.995
@@ -150,7 +150,6 @@ class ProjectedIndex:
         n, d = matrix.shape
         self.dims = max(1, min(dims, d))
         self.oversample = oversample
-        self.built_rows = n
         moment = np.zeros((d, d), dtype=np.float64)
         for start in range(0, n, _BLOCK):  # blocks: bounded temporaries
             block = _unit(matrix[start : start + _BLOCK])

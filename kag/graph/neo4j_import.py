@@ -122,9 +122,7 @@ def _cell(value: Any, kind: str, owner: str, key: str) -> str:
     kind_of = type(value)
     # fast paths for the scalar cells a large load is made of
     if kind_of is str:
-        if ARRAY_DELIMITER in value:
-            raise InvalidInputError(f"{owner}.{key} contains the control character U+001F.")
-        return value
+        return _text(value, owner, key)
     if kind_of is int and kind == "long":
         return str(value)
     if value is None:
@@ -140,11 +138,15 @@ def _cell(value: Any, kind: str, owner: str, key: str) -> str:
                 raise InvalidInputError(f"{owner}.{key} is not a finite number.")
             out.append(repr(number))
         else:
-            text = str(item)
-            if ARRAY_DELIMITER in text:
-                raise InvalidInputError(f"{owner}.{key} contains the control character U+001F.")
-            out.append(text)
+            out.append(_text(str(item), owner, key))
     return ARRAY_DELIMITER.join(out)
+
+
+def _text(text: str, owner: str, key: str) -> str:
+    """``text`` as a CSV cell: it must not hold the importer's array delimiter."""
+    if ARRAY_DELIMITER in text:
+        raise InvalidInputError(f"{owner}.{key} contains the control character U+001F.")
+    return text
 
 
 def _write(path: Path, header: list[str], rows: Iterable[list[str]]) -> None:

@@ -23,6 +23,9 @@ pytestmark = pytest.mark.neo4j
 N = 3000
 CANDIDATES = 20  # the IVF probes about 32 * 20 = 640 of the 3,000 rows, the screen scores 160 in full
 
+# two writers of one namespace, and a store searching in the mode under test
+Writers = tuple[Neo4jPassageStore, Neo4jPassageStore, Neo4jPassageStore]
+
 
 @pytest.fixture(params=["pca", "ivf"])
 def mode(request: pytest.FixtureRequest) -> str:
@@ -30,9 +33,12 @@ def mode(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def _in_mode(store: Neo4jPassageStore, mode: str) -> Neo4jPassageStore:
-    """A store on ``store``'s driver and namespace whose approximate searches use ``mode``."""
-    return Neo4jPassageStore(store.graph_store, approximate=mode)  # type: ignore[arg-type]
+@pytest.fixture
+def writers(stores: tuple[Neo4jPassageStore, Neo4jPassageStore], mode: str) -> Writers:
+    """The two writers of ``stores`` and a store on the first one's driver and namespace whose
+    approximate searches use ``mode``."""
+    writer, other = stores
+    return writer, other, Neo4jPassageStore(writer.graph_store, approximate=mode)  # type: ignore[arg-type]
 
 
 def _clustered(rng: np.random.Generator, n: int, clusters: int = 60) -> np.ndarray:
@@ -77,11 +83,8 @@ async def _recall(store: Neo4jPassageStore, queries: np.ndarray, k: int = 5) -> 
     return hits / (k * len(queries))
 
 
-async def test_approximate_scores_are_exact_and_recall_is_high(
-    stores: tuple[Neo4jPassageStore, Neo4jPassageStore], mode: str
-) -> None:
-    writer, _ = stores
-    store = _in_mode(writer, mode)
+async def test_approximate_scores_are_exact_and_recall_is_high(writers: Writers, mode: str) -> None:
+    writer, _, store = writers
     rng, base, _ = await _seeded(writer, 3)
     queries = base[rng.choice(N, 30, replace=False)] + 0.3 * rng.standard_normal((30, DIMS)).astype(np.float32)
     recall = await _recall(store, queries)
@@ -100,11 +103,8 @@ async def test_approximate_scores_are_exact_and_recall_is_high(
     assert top[0].chunk_id == "chk_a_00123" and top[0].score == pytest.approx(1.0)
 
 
-async def test_writes_by_another_store_are_seen_and_the_index_is_carried_over(
-    stores: tuple[Neo4jPassageStore, Neo4jPassageStore], mode: str
-) -> None:
-    writer, other = stores
-    store = _in_mode(writer, mode)
+async def test_writes_by_another_store_are_seen_and_the_index_is_carried_over(writers: Writers) -> None:
+    writer, other, store = writers
     rng, base, _ = await _seeded(writer, 4)
     probe = rng.standard_normal(DIMS).astype(np.float32)
     await store.vector_search(probe, 3, candidates=CANDIDATES)  # builds the approximate index
@@ -130,11 +130,8 @@ async def test_writes_by_another_store_are_seen_and_the_index_is_carried_over(
     assert top[0].chunk_id == "chk_a_00000" and top[0].score == pytest.approx(1.0)
 
 
-async def test_growth_by_more_than_a_fifth_rebuilds(
-    stores: tuple[Neo4jPassageStore, Neo4jPassageStore], mode: str
-) -> None:
-    writer, other = stores
-    store = _in_mode(writer, mode)
+async def test_growth_by_more_than_a_fifth_rebuilds(writers: Writers) -> None:
+    writer, other, store = writers
     rng = np.random.default_rng(6)
     doc, chunks = _doc("a", _clustered(rng, 1000))
     await writer.write([doc], chunks, [])
@@ -152,9 +149,8 @@ async def test_growth_by_more_than_a_fifth_rebuilds(
     assert store._screen.built_rows == 1300
 
 
-async def test_filters_are_respected(stores: tuple[Neo4jPassageStore, Neo4jPassageStore], mode: str) -> None:
-    writer, _ = stores
-    store = _in_mode(writer, mode)
+async def test_filters_are_respected(writers: Writers) -> None:
+    writer, _, store = writers
     _, base, chunks = await _seeded(writer, 8, [["en", "fr", "de"][i % 3] for i in range(N)])
     for q in base[:5]:
         got = await store.vector_search(q, 5, where={"lang": "fr"}, candidates=CANDIDATES)
