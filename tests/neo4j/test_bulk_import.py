@@ -22,7 +22,7 @@ from kag.errors import ConfigError, InvalidInputError, StoreError, StoreFormatEr
 from kag.examples.seed import ENTITY_MODELS, RELATION_MODELS, seed_facts
 from kag.graph.base import NodeRecord, RelationRecord
 from kag.graph.neo4j import Neo4jGraphStore
-from kag.graph.neo4j_import import import_records, main, read_store_file, write_csvs
+from kag.graph.neo4j_import import import_command, import_records, main, read_store_file, write_csvs
 
 pytestmark = pytest.mark.neo4j
 
@@ -125,6 +125,22 @@ async def test_import_then_read_back_through_the_store(server: Server, tmp_path:
     # a second import into the now populated database is refused unless told to overwrite
     with pytest.raises(StoreError, match="overwrite"):
         import_records(nodes, relations, home=server.base / "home", lib=server.base / "lib")
+    # texts with line breaks (the importer then parses line-break aware) round-trip through an overwrite
+    city = next(n for n in nodes if n.label == "City")
+    text = 'two\nlines\r\nand a "quote"'
+    broken = NodeRecord(city.id, city.label, {**city.properties, "name": text}, city.embedding)
+    again = [broken if n is city else n for n in nodes]
+    import_records(again, relations, home=server.base / "home", lib=server.base / "lib", overwrite=True)
+    server.sh("start")
+    kb = kag.KnowledgeBase(
+        server.uri, username="neo4j", password=PASSWORD, entity_models=ENTITY_MODELS, relation_models=RELATION_MODELS
+    )
+    try:
+        await kb.ensure_ready()
+        assert (await kb.store.get_nodes([city.id]))[city.id]["name"] == text
+        assert await kb.counts() == await memory.counts()
+    finally:
+        await kb.aclose()
 
 
 def _vec() -> np.ndarray:
@@ -166,6 +182,20 @@ def test_csv_columns_carry_neo4j_types(tmp_path: Path) -> None:
     assert rel_header == ":START_ID,:END_ID,:TYPE,id:string,kag_ns:string,km:double"
     assert files.nodes[0].read_text(encoding="utf-8").splitlines()[1].split(",")[2] == "default"
     assert (files.node_count, files.relation_count) == (2, 1)
+
+
+def test_line_breaks_in_cells_switch_on_multiline_parsing(tmp_path: Path) -> None:
+    a = NodeRecord("a", "City", {"label": "City", "name": "A"}, _vec())
+    b = NodeRecord("b", "City", {"label": "City", "name": 'B, "the" one'}, _vec())
+    plain = write_csvs([a, b], [RelationRecord("r", "NearTo", "a", "b", {"note": "x"})], tmp_path / "p")
+    assert plain.multiline == []  # quotes and commas are quoted cells, not line breaks
+    cmd = import_command(plain, lib=tmp_path)
+    assert "--multiline-fields=false" in cmd and "--multiline-fields=true" not in cmd
+    for text in ("one\ntwo", "one\rtwo"):
+        rel = RelationRecord("r", "NearTo", "a", "b", {"note": text})
+        files = write_csvs([a, b], [rel], tmp_path / str(len(text) + ord(text[3])))
+        assert files.multiline == files.relations  # the node file has no line break
+        assert "--multiline-fields=true" in import_command(files, lib=tmp_path)
 
 
 def test_csv_cells_widen_and_refuse_per_column(tmp_path: Path) -> None:
