@@ -880,8 +880,16 @@ class MemoryGraphStore:
         if plan.order is not None:
             first = self._order_key(idx, plan, nodes[plan.row_nodes.index(plan.order.node)])
         chosen = _top_k(score, keys, plan.k, first)
-        # the chosen rows' columns at once (a few numpy gathers), then one PlanRow per row
         node_ids, node_props = self._node_ids, self._node_props
+        if len(nodes) == 1 and not rels:  # a similarity search: one node per row (its hot path, kept short)
+            picked, scores = nodes[0][chosen].tolist(), score[chosen].tolist()
+            return PlanResult(
+                rows=[
+                    PlanRow((node_ids[p] or "",), (dict(node_props[p] or {}),), (), (), (), s)
+                    for p, s in zip(picked, scores, strict=True)
+                ]
+            )
+        # the chosen rows' columns at once (a few numpy gathers), then one PlanRow per row
         node_pos = [n[chosen].tolist() for n in nodes]
         ids_cols = [[node_ids[p] or "" for p in col] for col in node_pos]
         props_cols = [[dict(node_props[p] or {}) for p in col] for col in node_pos]

@@ -136,8 +136,9 @@ class KnowledgeBase:
             parts.append(check_matrix(out, len(batch), self.embedder.dimensions, self.embedder.name))
         if not parts:
             return np.zeros((0, self.embedder.dimensions), dtype=np.float32)
-        matrix = np.concatenate(parts)
-        if not np.linalg.norm(matrix, axis=1).all():
+        matrix = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        # check_matrix leaves a zero row zero (every other row has norm 1)
+        if not matrix.any(axis=1).all():
             raise EmbeddingError(f"{self.embedder.name} returned an all-zero vector; it cannot be compared.")
         return matrix
 
@@ -372,11 +373,16 @@ class KnowledgeBase:
         """
         await self.ensure_ready()
         plan = plan_similarity_search(label, text, self.schema, k=k, threshold=threshold)
+        node = plan.nodes[0]
         if self.linking is None or linked is False:
-            result = await self.store.execute(await self.bind(plan, linked=False))
+            # embed() checked the vector (finite, not zero): bound here rather than re-checked by plan.bind
+            vector = (await self.embed(node.texts))[0]
+            bound = QueryPlan(
+                nodes=(NodeSpec(node.labels, node.texts, (vector,)),), hops=(), k=plan.k, threshold=plan.threshold
+            )
+            result = await self.store.execute(bound)
             return [EntityHit(self._entity(row.node_props[0]), row.score) for row in result.rows]
         # linked: exact names first, then the nearest entities by max(embedding, name similarity)
-        node = plan.nodes[0]
         vector = (await self.embed([text]))[0]
         nearest = QueryPlan(
             nodes=(NodeSpec(node.labels, node.texts, (vector,)),),
