@@ -347,25 +347,32 @@ def check_storable(model_obj: BaseModel) -> None:
     as ``Infinity`` and break every later search. Both backends refuse the same values here,
     before anything is written.
     """
-
-    def walk(value: Any, where: str) -> None:
-        if isinstance(value, bool) or value is None or isinstance(value, str):
-            return
-        if isinstance(value, float) and not math.isfinite(value):
-            raise InvalidInputError(f"{where} is {value!r}; store a finite number (or leave it unset).")
-        if isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
-            raise InvalidInputError(f"{where} is {value} which does not fit in 64 bits; store it as a string.")
-        if isinstance(value, dict):
-            for key, item in value.items():
-                walk(item, f"{where}.{key}")
-        elif isinstance(value, list | tuple | set | frozenset):
-            for i, item in enumerate(value):
-                walk(item, f"{where}[{i}]")
-        elif isinstance(value, BaseModel):
-            for key in type(value).model_fields:
-                walk(getattr(value, key), f"{where}.{key}")
-
     for name in type(model_obj).model_fields:
         if name in ("subj", "obj"):
             continue  # endpoints are checked as entities of their own
-        walk(getattr(model_obj, name), f"{type(model_obj).__name__}.{name}")
+        value = getattr(model_obj, name)
+        kind = type(value)
+        # the plain scalars most fields hold, decided without building the field's path
+        if kind is str or kind is bool or value is None:
+            continue
+        if (kind is int and INT64_MIN <= value <= INT64_MAX) or (kind is float and math.isfinite(value)):
+            continue
+        _walk(value, f"{type(model_obj).__name__}.{name}")
+
+
+def _walk(value: Any, where: str) -> None:
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InvalidInputError(f"{where} is {value!r}; store a finite number (or leave it unset).")
+    if isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
+        raise InvalidInputError(f"{where} is {value} which does not fit in 64 bits; store it as a string.")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _walk(item, f"{where}.{key}")
+    elif isinstance(value, list | tuple | set | frozenset):
+        for i, item in enumerate(value):
+            _walk(item, f"{where}[{i}]")
+    elif isinstance(value, BaseModel):
+        for key in type(value).model_fields:
+            _walk(getattr(value, key), f"{where}.{key}")

@@ -146,6 +146,7 @@ class KnowledgeBase:
         """Validate ``items`` against the schema; return entities (endpoints included) and relations."""
         entities: dict[str, Entity] = {}
         relations: dict[str, Relation] = {}
+        checked: set[int] = set()  # entity objects checked already (a city is the endpoint of many relations)
         if isinstance(items, Entity | Relation):
             items = [items]
         for item in items:
@@ -154,11 +155,15 @@ class KnowledgeBase:
                 check_storable(item)
                 relations[item.id] = item
                 for end in (item.subj, item.obj):
-                    check_storable(end)
+                    if id(end) not in checked:
+                        check_storable(end)
+                        checked.add(id(end))
                     entities.setdefault(end.id, end)
             elif isinstance(item, Entity):
                 self.schema.check_entity(item)
-                check_storable(item)
+                if id(item) not in checked:
+                    check_storable(item)
+                    checked.add(id(item))
                 entities[item.id] = item  # an explicit entity wins over a relation endpoint
             else:
                 raise InvalidInputError(f"upsert() takes Entity and Relation models, got {type(item).__name__}.")
