@@ -19,7 +19,8 @@ is not a first load of an empty database.
 The CSVs follow the schema ``Neo4jGraphStore`` writes: nodes carry the labels
 ``KagEntity`` and their own label, the properties ``id``, ``kag_ns`` (the namespace) and
 ``embedding`` (``double[]``, the same type an online write stores) plus their flat
-properties; relations carry ``id``, ``kag_ns`` and their properties. Command line::
+properties; relations carry ``id``, ``kag_ns`` and their properties. The importer parses
+line-break aware (one thread per file) only when some cell holds a line break. Command line::
 
     python -m kag.graph.neo4j_import --store kb.json --home .neo4j/home --lib .neo4j/lib
 
