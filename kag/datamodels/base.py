@@ -351,17 +351,24 @@ def check_storable(model_obj: BaseModel) -> None:
         if name in ("subj", "obj"):
             continue  # endpoints are checked as entities of their own
         value = getattr(model_obj, name)
-        kind = type(value)
-        # the plain scalars most fields hold, decided without building the field's path
-        if kind is str or kind is bool or value is None:
-            continue
-        if (kind is int and INT64_MIN <= value <= INT64_MAX) or (kind is float and math.isfinite(value)):
-            continue
-        _walk(value, f"{type(model_obj).__name__}.{name}")
+        if not _plain(value):  # most fields: decided without building the field's path
+            _walk(value, f"{type(model_obj).__name__}.{name}")
+
+
+def _plain(value: Any) -> bool:
+    """A storable scalar of an exact builtin type (subclasses and containers go through :func:`_walk`)."""
+    kind = type(value)
+    return (
+        kind is str
+        or kind is bool
+        or value is None
+        or (kind is int and INT64_MIN <= value <= INT64_MAX)
+        or (kind is float and math.isfinite(value))
+    )
 
 
 def _walk(value: Any, where: str) -> None:
-    if isinstance(value, bool) or value is None or isinstance(value, str):
+    if _plain(value) or isinstance(value, str):  # a str subclass (an enum member) is a text too
         return
     if isinstance(value, float) and not math.isfinite(value):
         raise InvalidInputError(f"{where} is {value!r}; store a finite number (or leave it unset).")

@@ -147,6 +147,12 @@ class KnowledgeBase:
         entities: dict[str, Entity] = {}
         relations: dict[str, Relation] = {}
         checked: set[int] = set()  # entity objects checked already (a city is the endpoint of many relations)
+
+        def storable(entity: Entity) -> None:
+            if id(entity) not in checked:
+                check_storable(entity)
+                checked.add(id(entity))
+
         if isinstance(items, Entity | Relation):
             items = [items]
         for item in items:
@@ -155,15 +161,11 @@ class KnowledgeBase:
                 check_storable(item)
                 relations[item.id] = item
                 for end in (item.subj, item.obj):
-                    if id(end) not in checked:
-                        check_storable(end)
-                        checked.add(id(end))
+                    storable(end)
                     entities.setdefault(end.id, end)
             elif isinstance(item, Entity):
                 self.schema.check_entity(item)
-                if id(item) not in checked:
-                    check_storable(item)
-                    checked.add(id(item))
+                storable(item)
                 entities[item.id] = item  # an explicit entity wins over a relation endpoint
             else:
                 raise InvalidInputError(f"upsert() takes Entity and Relation models, got {type(item).__name__}.")
