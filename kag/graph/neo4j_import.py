@@ -160,22 +160,24 @@ def _write(path: Path, header: list[str], rows: Iterable[list[str]]) -> bool:
         writer = csv.writer(fh, quoting=csv.QUOTE_MINIMAL, lineterminator="\n")
         writer.writerow(header)
         plain: list[str] = []
+
+        def flush() -> None:
+            if plain:
+                fh.write("\n".join(plain) + "\n")
+                plain.clear()
+
         for row in rows:
             line = ",".join(row)
             if line.count(",") == len(row) - 1 and '"' not in line and "\n" not in line and "\r" not in line:
                 # no cell needs quoting: the bytes the csv module would write, at a third of its cost
                 plain.append(line)
                 if len(plain) >= _LINES:
-                    fh.write("\n".join(plain) + "\n")
-                    plain = []
+                    flush()
                 continue
-            if plain:
-                fh.write("\n".join(plain) + "\n")
-                plain = []
+            flush()  # rows stay in order
             broken = broken or "\n" in line or "\r" in line
             writer.writerow(row)
-        if plain:
-            fh.write("\n".join(plain) + "\n")
+        flush()
     return broken
 
 
