@@ -7,10 +7,12 @@ Bolt port, the heap and page cache ``scripts/bench.sh`` gives the benchmark serv
 
 1. kag's offline first load (:mod:`kag.graph.neo4j_import`): CSVs, ``neo4j-admin database
    import full`` into the stopped server, then the server starts and ``ensure_ready``
-   creates kag's constraints and vector indexes and waits until they are ONLINE. The
-   figure is the time until the graph is searchable: CSVs + importer + constraints and
-   indexes (the server start is reported apart, and also included in a second ratio,
-   since the online paths need a server that is already running);
+   creates kag's constraints and vector indexes and waits for the constraints. The
+   figure is the time until the graph is searchable: CSVs + importer + constraints
+   (the server start is reported apart, and also included in a second ratio, since the
+   online paths need a server that is already running). Exact search never reads the
+   vector indexes, which Neo4j populates meanwhile; the time until they are ONLINE too
+   (what the opt-in ``candidates=`` search waits for) is a row of its own;
 2. ``Neo4jGraphStore.bulk_upsert`` online into the empty database, whose constraints and
    vector indexes exist (as they do for a knowledge base in use);
 3. neo4j-graphrag's ``Neo4jWriter`` (APOC core) online, the same way.
@@ -41,6 +43,7 @@ from benchmarks.common import Report, Result, log
 from kag.graph.base import NodeRecord, RelationRecord
 from kag.graph.neo4j import Neo4jGraphStore
 from kag.graph.neo4j_import import import_records
+from kag.query.cypher import vector_index_name
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "deploy" / "neo4j" / "neo4j.sh"
@@ -151,8 +154,12 @@ async def run(edges: int = EDGES, heap: str = "2g") -> Report:
         t_start = server.sh("start")
         kb = server.knowledge_base()
         t0 = time.perf_counter()
-        await kb.ensure_ready()  # constraints, then the vector indexes populated from the imported nodes
+        await kb.ensure_ready()  # the constraints; the vector indexes populate in the background
         t_schema = time.perf_counter() - t0
+        store = kb.store
+        assert isinstance(store, Neo4jGraphStore)
+        await store.await_indexes([vector_index_name(label) for label in kb.schema.entity_labels], "benchmark")
+        t_vectors = time.perf_counter() - t0
         counts = await graph_counts(kb.store)  # type: ignore[arg-type]
         await same_answers(kb, memory)
         await kb.aclose()
@@ -197,6 +204,8 @@ async def run(edges: int = EDGES, heap: str = "2g") -> Report:
     what = f"{len(nodes):,} nodes + {len(relations):,} rels"
     report.add(_row("offline import (neo4j_import) until searchable, rows/s", rows, t_offline, peer_s, GOAL, what))
     report.add(_row("  the same incl. starting the server after the import", rows, t_offline + t_start, peer_s, None))
+    t_approx = t_offline - t_schema + t_vectors
+    report.add(_row("  until the vector indexes are ONLINE too (candidates= search)", rows, t_approx, peer_s, None))
     report.add(_row("bulk_upsert online, rows/s", rows, kag_n + kag_r, peer_s, None))
     if peer_n is not None and peer_r is not None:
         report.add(_row("  nodes (with 384-d vectors), rows/s", len(nodes), kag_n, peer_n, None))
@@ -206,7 +215,8 @@ async def run(edges: int = EDGES, heap: str = "2g") -> Report:
         f"(heap {os.environ.get('KAG_NEO4J_HEAP', '512m')}, "
         f"page cache {os.environ.get('KAG_NEO4J_PAGECACHE', '256m')}). "
         f"Offline: CSVs {imported.csv_seconds:.1f} s + importer {imported.import_seconds:.1f} s (JVM start "
-        f"included, heap {heap}) + constraints and vector indexes ONLINE {t_schema:.1f} s = {t_offline:.1f} s; "
+        f"included, heap {heap}) + constraints ONLINE {t_schema:.1f} s = {t_offline:.1f} s; the vector indexes "
+        f"were ONLINE {t_vectors - t_schema:.1f} s later; "
         f"the server start after the import took {t_start:.1f} s. bulk_upsert: nodes {kag_n:.1f} s, relations "
         f"{kag_r:.1f} s"
         + (f"; Neo4jWriter: nodes {peer_n:.1f} s, relations {peer_r:.1f} s" if peer_n is not None else "")

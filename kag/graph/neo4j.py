@@ -2,7 +2,10 @@
 
 * one driver per store (per KnowledgeBase), created lazily on first use;
 * constraints (``REQUIRE n.id IS UNIQUE``) and one vector index per entity label,
-  created idempotently, then ``db.awaitIndexes``;
+  created idempotently. ``ensure_schema`` waits for the constraints only: exact search
+  never reads the vector indexes, so Neo4j populates them in the background (seconds
+  per ten thousand vectors after an import) and the first approximate (``candidates=``)
+  search of a label waits for its index (:meth:`Neo4jGraphStore.await_indexes`);
 * writes are batched ``UNWIND ... MERGE`` statements. An ``upsert`` of at most
   ``atomic_rows`` nodes + relations (default 5000), and every ``delete``, runs in ONE
   managed write transaction: all of its rows or none (a failure rolls it back; a retry
@@ -67,6 +70,7 @@ ENTITY = "KagEntity"  # shared label of entity nodes: one id index for lookups a
 _RETRYABLE = (nx.ServiceUnavailable, nx.SessionExpired, nx.TransientError, OSError)
 MATRIX_RELOADS = ("wait", "background")  # how exact searches meet a stale label matrix
 RELATION_BATCH = 5000  # rows per relation transaction in bulk_upsert (measured: 1000 -> 5000 about 20% faster)
+INDEX_WAIT_SECONDS = 300  # how long a search or ensure_schema waits for an index Neo4j is populating
 _LOCK = "kag_write_lock"  # set then removed in one statement: takes the write lock before provenance is read
 
 
@@ -140,6 +144,8 @@ class Neo4jGraphStore:
         # query texts EXPLAIN has proven read-only, least recently used first (bounded: texts vary)
         self._read_only: OrderedDict[str, None] = OrderedDict()
         self._anchor: AnchorScorer | None = None
+        # names of indexes seen ONLINE (an index stays ONLINE until dropped); shared with in_namespace stores
+        self._online: set[str] = set()
         # a blocking driver for large reads (see read_rows), opened on first use; stores of other
         # namespaces made by in_namespace use their parent's
         self._blocking: neo4j.Driver | None = None
@@ -181,6 +187,7 @@ class Neo4jGraphStore:
         other._driver = self.driver  # shared as is (a caller's sync driver is already wrapped)
         other._owns_driver = False
         other._parent = self
+        other._online = self._online
         return other
 
     async def aclose(self) -> None:
@@ -315,20 +322,59 @@ class Neo4jGraphStore:
                 f"CREATE CONSTRAINT {quote_name('kag_' + label + '_ns_id')} IF NOT EXISTS "
                 f"FOR (n:{quote(label)}) REQUIRE (n.id, n.{ns}) IS UNIQUE"
             )
-            statements.append(
-                f"CREATE VECTOR INDEX {quote_name(vector_index_name(label))} IF NOT EXISTS "
-                f"FOR (n:{quote(label)}) ON n.embedding OPTIONS {{indexConfig: "
-                f"{{`vector.dimensions`: {dims}, `vector.similarity_function`: 'cosine'}}}}"
-            )
         for label in relation_labels:
             statements.append(
                 f"CREATE CONSTRAINT {quote_name('kag_' + label + '_ns_id')} IF NOT EXISTS "
                 f"FOR ()-[r:{quote(label)}]-() REQUIRE (r.id, r.{ns}) IS UNIQUE"
             )
+        # last: a CREATE CONSTRAINT returns once its index is built, a vector index populates in the
+        # background, where it would slow the constraints still to come (measured after an import)
+        for label in entity_labels:
+            statements.append(
+                f"CREATE VECTOR INDEX {quote_name(vector_index_name(label))} IF NOT EXISTS "
+                f"FOR (n:{quote(label)}) ON n.embedding OPTIONS {{indexConfig: "
+                f"{{`vector.dimensions`: {dims}, `vector.similarity_function`: 'cosine'}}}}"
+            )
         for stmt in statements:
             await self.run(stmt, None, write=True, what="creating constraints and indexes")
-        await self.run("CALL db.awaitIndexes(300)", None, write=False, what="waiting for indexes")
+        # the constraints' indexes (ONLINE already unless another process is creating them); the
+        # vector indexes populate in the background: only approximate searches read them
+        names = ["kag_entity_ns_id", *(f"kag_{label}_ns_id" for label in (*entity_labels, *relation_labels))]
+        await self.await_indexes(names, "waiting for the uniqueness constraints")
         await self._check_dimensions(entity_labels, dims)
+
+    async def await_indexes(self, names: Sequence[str], what: str, timeout: float = INDEX_WAIT_SECONDS) -> None:
+        """Wait until Neo4j has populated the indexes ``names`` (a constraint's index has its name).
+
+        Each index is awaited once per store: after a large load, for example, call it with the
+        vector index names (``kag_<Label>_embedding``) to have approximate search ready before the
+        first query instead of at it.
+
+        Raises:
+            StoreError: an index is still populating after ``timeout`` seconds, or Neo4j failed to
+                populate it (the message holds Neo4j's reason).
+        """
+        for name in names:
+            if name in self._online:
+                continue
+            try:
+                await self.run(
+                    "CALL db.awaitIndex($name, $timeout)",
+                    {"name": name, "timeout": max(1, round(timeout))},
+                    write=False,
+                    what=what,
+                )
+            except QueryError as exc:
+                raise StoreError(
+                    f"Neo4j index {name} is not ONLINE after {timeout:.0f} s ({exc}). A large load is still "
+                    "being indexed: search exactly (without candidates=) meanwhile, or retry later; "
+                    f"SHOW INDEXES YIELD name, state, populationPercent WHERE name = '{name}' shows its progress."
+                ) from exc
+            self._online.add(name)
+
+    def forget_index(self, name: str) -> None:
+        """Forget that ``name`` was ONLINE (it was dropped and is being re-created)."""
+        self._online.discard(name)
 
     async def _adopt_unnamespaced(self, entity_labels: Sequence[str], relation_labels: Sequence[str]) -> None:
         """Upgrade a graph written before namespaces: its items join the default namespace and the
@@ -694,7 +740,11 @@ class Neo4jGraphStore:
             result = await self._execute_exact(plan)
             if result is not None:
                 return result
-        return await self._execute_compiled(plan, compile_plan(plan))
+        compiled = compile_plan(plan)
+        index = compiled.params.get("index")
+        if index is not None:  # an approximate anchor: its vector index may still be populating
+            await self.await_indexes([index], "waiting for a vector index")
+        return await self._execute_compiled(plan, compiled)
 
     @property
     def anchor_scorer(self) -> AnchorScorer:

@@ -192,7 +192,11 @@ class Neo4jPassageStore:
         ]
         for stmt in statements:
             await run(stmt, None, write=True, what="creating passage constraints and indexes")
-        await run("CALL db.awaitIndexes(300)", None, write=False, what="waiting for passage indexes")
+        # what keyword and exact search need; the vector index populates in the background and the
+        # first HNSW (candidates=) search waits for it
+        await self.graph_store.await_indexes(
+            ["kag_document_ns_id", "kag_chunk_ns_id", FULLTEXT_INDEX], "waiting for passage indexes"
+        )
         res = await run(
             "SHOW VECTOR INDEXES YIELD name, options WHERE name = $name RETURN options",
             {"name": VECTOR_INDEX},
@@ -231,7 +235,9 @@ class Neo4jPassageStore:
         await self.graph_store.run(
             f"DROP INDEX {VECTOR_INDEX} IF EXISTS", None, write=True, what="dropping the chunk vector index"
         )
+        self.graph_store.forget_index(VECTOR_INDEX)
         await self.ensure_schema(self._dims)
+        await self.graph_store.await_indexes([VECTOR_INDEX], "populating the chunk vector index")
 
     # -- writes ---------------------------------------------------------------
     async def _write_tx(self, statements: list[tuple[str, dict[str, Any]]], what: str) -> list[int]:
@@ -421,6 +427,7 @@ class Neo4jPassageStore:
             # approximate: the nearest chunks from the HNSW index, then the filter and exact scores
             params["index"] = VECTOR_INDEX
             params["candidates"] = max(candidates, k)
+            await self.graph_store.await_indexes([VECTOR_INDEX], "waiting for the chunk vector index")
             source = (
                 f"CALL db.index.vector.queryNodes($index, $candidates, $vector) YIELD node AS c\nWITH c WHERE {cond}\n"
             )

@@ -53,6 +53,8 @@ async def test_schema_documents_chunks_next_and_mentions(knowledge_factory: Know
         chunk_ids = [r["id"] for r in res.records]
         res = await run("MATCH (a:Chunk)-[:NEXT]->(b:Chunk) RETURN a.id AS a, b.id AS b", None, write=False, what="t")
         nexts = {(r["a"], r["b"]) for r in res.records}
+        # keyword search needs the fulltext index at once; the vector index populates in the background
+        await store.graph_store.await_indexes(["kag_chunk_embedding"], "t")
         res = await run("SHOW INDEXES YIELD name, type, state RETURN name, type, state", None, write=False, what="t")
         indexes = {r["name"]: (r["type"], r["state"]) for r in res.records}
         assert indexes["kag_chunk_embedding"] == ("VECTOR", "ONLINE")

@@ -29,6 +29,7 @@ async def test_constraints_and_vector_indexes_are_created_idempotently(neo4j_kb_
     assert names["kag_Country_ns_id"] == ("UNIQUENESS", ["id", "kag_ns"])
     assert names["kag_IsCapitalOf_ns_id"] == ("RELATIONSHIP_UNIQUENESS", ["id", "kag_ns"])
     assert "kag_City_id" not in names and "kag_entity_id" not in names
+    await store.await_indexes(["kag_City_embedding"], "t")  # populated in the background (see test_index_wait)
     res = await store.run("SHOW VECTOR INDEXES YIELD name, state, options RETURN *", None, write=False, what="t")
     vector = {r["name"]: r for r in res.records}
     assert vector["kag_City_embedding"]["state"] == "ONLINE"
