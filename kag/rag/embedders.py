@@ -152,7 +152,9 @@ class HashEmbedder:
             vals.append(sign * weight)
         if rows:
             np.add.at(matrix, (np.concatenate(rows), np.concatenate(cols)), np.concatenate(vals))
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        # the lengths summed in float64, where the float32 squares are exact: the same bits on every CPU
+        # (a float32 norm's rounding depends on the summation order the CPU's kernels take)
+        norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix, dtype=np.float64)).astype(np.float32)[:, None]
         np.divide(matrix, norms, out=matrix, where=norms > 0)
         return matrix
 

@@ -25,7 +25,8 @@ def _reference(text: str, dims: int, trigram_weight: float) -> np.ndarray:
     for feat, weight in feats:
         h = int.from_bytes(hashlib.blake2b(feat.encode(), digest_size=8).digest(), "little")
         np.add.at(v, h % dims, np.float32(1.0 if h >> 63 else -1.0) * np.float32(weight))
-    norm = np.linalg.norm(v)
+    # unit length, the length summed in float64 (exact squares): the same bits whatever the CPU's kernels
+    norm = np.float32(np.sqrt(sum(float(x) * float(x) for x in v)))
     return v / norm if norm else v
 
 
