@@ -343,12 +343,14 @@ class Neo4jGraphStore:
         await self.await_indexes(names, "waiting for the uniqueness constraints")
         await self._check_dimensions(entity_labels, dims)
 
-    async def await_indexes(self, names: Sequence[str], what: str, timeout: float = INDEX_WAIT_SECONDS) -> None:
+    async def await_indexes(
+        self, names: Sequence[str], what: str = "waiting for indexes", timeout: float = INDEX_WAIT_SECONDS
+    ) -> None:
         """Wait until Neo4j has populated the indexes ``names`` (a constraint's index has its name).
 
         Each index is awaited once per store: after a large load, for example, call it with the
         vector index names (``kag_<Label>_embedding``) to have approximate search ready before the
-        first query instead of at it.
+        first query instead of at it. ``what`` completes the sentence "... while <what>" in errors.
 
         Raises:
             StoreError: an index is still populating after ``timeout`` seconds, or Neo4j failed to

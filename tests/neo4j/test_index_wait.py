@@ -74,4 +74,4 @@ async def test_only_approximate_search_waits_for_a_populating_vector_index(
     exact = await kb.triplet_search(search, k=3)
     assert approx[0].subject.name == exact[0].subject.name == "station 12345 of the northern network"
     assert approx[0].score == pytest.approx(exact[0].score) == pytest.approx(1.0)
-    await store.await_indexes([index], "t", timeout=1)  # ONLINE now: returns at once
+    await store.await_indexes([index], timeout=1)  # ONLINE now: returns at once
