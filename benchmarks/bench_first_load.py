@@ -160,7 +160,7 @@ async def run(edges: int = EDGES, heap: str = "2g") -> Report:
         assert isinstance(store, Neo4jGraphStore)
         await store.await_indexes([vector_index_name(label) for label in kb.schema.entity_labels], "benchmark")
         t_vectors = time.perf_counter() - t0
-        counts = await graph_counts(kb.store)  # type: ignore[arg-type]
+        counts = await graph_counts(store)
         await same_answers(kb, memory)
         await kb.aclose()
         t_offline = imported.csv_seconds + imported.import_seconds + t_schema

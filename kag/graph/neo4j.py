@@ -314,19 +314,15 @@ class Neo4jGraphStore:
             raise self._translate(exc, "connecting") from exc
         await self._adopt_unnamespaced(entity_labels, relation_labels)
         ns = quote(NAMESPACE)
-        statements = [
-            f"CREATE CONSTRAINT kag_entity_ns_id IF NOT EXISTS FOR (n:{quote(ENTITY)}) REQUIRE (n.id, n.{ns}) IS UNIQUE"
-        ]
+        # each uniqueness constraint by name (its index has the same name, awaited below)
+        constraints = {"kag_entity_ns_id": f"FOR (n:{quote(ENTITY)}) REQUIRE (n.id, n.{ns}) IS UNIQUE"}
         for label in entity_labels:
-            statements.append(
-                f"CREATE CONSTRAINT {quote_name('kag_' + label + '_ns_id')} IF NOT EXISTS "
-                f"FOR (n:{quote(label)}) REQUIRE (n.id, n.{ns}) IS UNIQUE"
-            )
+            constraints[f"kag_{label}_ns_id"] = f"FOR (n:{quote(label)}) REQUIRE (n.id, n.{ns}) IS UNIQUE"
         for label in relation_labels:
-            statements.append(
-                f"CREATE CONSTRAINT {quote_name('kag_' + label + '_ns_id')} IF NOT EXISTS "
-                f"FOR ()-[r:{quote(label)}]-() REQUIRE (r.id, r.{ns}) IS UNIQUE"
-            )
+            constraints[f"kag_{label}_ns_id"] = f"FOR ()-[r:{quote(label)}]-() REQUIRE (r.id, r.{ns}) IS UNIQUE"
+        statements = [
+            f"CREATE CONSTRAINT {quote_name(name)} IF NOT EXISTS {body}" for name, body in constraints.items()
+        ]
         # last: a CREATE CONSTRAINT returns once its index is built, a vector index populates in the
         # background, where it would slow the constraints still to come (measured after an import)
         for label in entity_labels:
@@ -339,8 +335,7 @@ class Neo4jGraphStore:
             await self.run(stmt, None, write=True, what="creating constraints and indexes")
         # the constraints' indexes (ONLINE already unless another process is creating them); the
         # vector indexes populate in the background: only approximate searches read them
-        names = ["kag_entity_ns_id", *(f"kag_{label}_ns_id" for label in (*entity_labels, *relation_labels))]
-        await self.await_indexes(names, "waiting for the uniqueness constraints")
+        await self.await_indexes(list(constraints), "waiting for the uniqueness constraints")
         await self._check_dimensions(entity_labels, dims)
 
     async def await_indexes(

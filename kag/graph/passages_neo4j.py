@@ -175,13 +175,15 @@ class Neo4jPassageStore:
     async def ensure_schema(self, dimensions: int) -> None:
         dims = int(dimensions)
         run = self.graph_store.run
+        constraints = {
+            "kag_document_ns_id": f"FOR (d:Document) REQUIRE (d.id, d.{NAMESPACE}) IS UNIQUE",
+            "kag_chunk_ns_id": f"FOR (c:Chunk) REQUIRE (c.id, c.{NAMESPACE}) IS UNIQUE",
+        }
         statements = [
             # documents and chunks are content-addressed: two tenants may hold the same id
             "DROP CONSTRAINT kag_document_id IF EXISTS",
             "DROP CONSTRAINT kag_chunk_id IF EXISTS",
-            "CREATE CONSTRAINT kag_document_ns_id IF NOT EXISTS "
-            f"FOR (d:Document) REQUIRE (d.id, d.{NAMESPACE}) IS UNIQUE",
-            f"CREATE CONSTRAINT kag_chunk_ns_id IF NOT EXISTS FOR (c:Chunk) REQUIRE (c.id, c.{NAMESPACE}) IS UNIQUE",
+            *(f"CREATE CONSTRAINT {name} IF NOT EXISTS {body}" for name, body in constraints.items()),
             # quantization off and a denser HNSW graph: with Neo4j's defaults (quantized vectors, m=16)
             # the index alone caps recall well below what approximate search with exact rescoring needs
             f"CREATE VECTOR INDEX {VECTOR_INDEX} IF NOT EXISTS FOR (c:Chunk) ON c.embedding OPTIONS "
@@ -194,9 +196,7 @@ class Neo4jPassageStore:
             await run(stmt, None, write=True, what="creating passage constraints and indexes")
         # what keyword and exact search need; the vector index populates in the background and the
         # first HNSW (candidates=) search waits for it
-        await self.graph_store.await_indexes(
-            ["kag_document_ns_id", "kag_chunk_ns_id", FULLTEXT_INDEX], "waiting for passage indexes"
-        )
+        await self.graph_store.await_indexes([*constraints, FULLTEXT_INDEX], "waiting for passage indexes")
         res = await run(
             "SHOW VECTOR INDEXES YIELD name, options WHERE name = $name RETURN options",
             {"name": VECTOR_INDEX},
