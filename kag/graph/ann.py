@@ -132,10 +132,17 @@ class ProjectedIndex:
     """A screen over a matrix's rows projected onto their ``dims`` main directions.
 
     The directions are the leading eigenvectors of the unit rows' second-moment matrix
-    (PCA without centering). A query scores every projected row (``n x dims`` floats
-    instead of ``n x d``), the ``oversample * candidates`` best of that screen are scored
+    (PCA without centering). A query scores every projected row (``n * dims`` floats
+    instead of ``n * d``), the ``oversample * candidates`` best of that screen are scored
     in full, and the ``candidates`` best are returned, for the caller to score exactly.
     Rows whose similarity lives mostly outside the kept directions can be missed.
+
+    The projected rows are held column by column (``dims x n``, :attr:`columns`): numpy's
+    OpenBLAS multiplied a vector by that layout 1.3-1.8x faster than by ``n x dims`` rows
+    on this project's 2-core machines (100k x 192: 1.8-2.3 ms against 2.5-3.7 ms; 6.0 ms
+    against 6.7 ms a whole search on Neo4j), and the screen reads no row on its own.
+    One thread per core summing row blocks with ``einsum`` (no BLAS threads spinning
+    beside the Neo4j server) measured 7.5 ms a search.
 
     Unlike IVF there is no clustering to go stale: :meth:`moved` puts the rows of a
     reloaded matrix (rows added, removed or re-embedded) under the same directions, and
@@ -156,19 +163,19 @@ class ProjectedIndex:
             moment += block.T.astype(np.float64) @ block.astype(np.float64)
         _, vectors = np.linalg.eigh(moment)  # ascending eigenvalues
         self.directions = np.ascontiguousarray(vectors[:, ::-1][:, : self.dims], dtype=np.float32)
-        self.projected = self.project(matrix)
+        self.columns = self.project(matrix)
 
     def project(self, matrix: np.ndarray) -> np.ndarray:
-        """The unit rows of ``matrix`` in the index's directions (``n x dims``, float32)."""
-        out = np.empty((matrix.shape[0], self.dims), dtype=np.float32)
+        """The unit rows of ``matrix`` in the index's directions, one column per row (``dims x n``, float32)."""
+        out = np.empty((self.dims, matrix.shape[0]), dtype=np.float32)
         for start in range(0, matrix.shape[0], _BLOCK):
-            out[start : start + _BLOCK] = _unit(matrix[start : start + _BLOCK]) @ self.directions
+            out[:, start : start + _BLOCK] = (_unit(matrix[start : start + _BLOCK]) @ self.directions).T
         return out
 
     def moved(self, matrix: np.ndarray) -> ProjectedIndex:
         """This index over ``matrix``, a reload of the rows it was built on (same directions)."""
         out = copy.copy(self)
-        out.projected = self.project(matrix)
+        out.columns = self.project(matrix)
         return out
 
     def search(
@@ -177,11 +184,11 @@ class ProjectedIndex:
         """Positions (into ``matrix``, the rows it was built or moved on) of the ``candidates`` rows
         the screen ranks best, by their full similarity, sorted. ``norms``: the rows' norms, when
         they are not unit vectors (similarity is cosine)."""
-        n = self.projected.shape[0]
+        n = self.columns.shape[1]
         if n <= candidates:
             return np.arange(n)
         q = np.asarray(query, dtype=np.float32)
-        screen = self.projected @ (q @ self.directions)
+        screen = (q @ self.directions) @ self.columns
         width = min(n, max(candidates, self.oversample * candidates))
         # the rows at or above the width-th best screen score (ties may add a few)
         pool = np.flatnonzero(screen >= kth_largest(screen, width)) if width < n else np.arange(n)
@@ -189,4 +196,4 @@ class ProjectedIndex:
 
     def nbytes(self) -> int:
         """Bytes held by the index (the projected rows and the directions)."""
-        return int(self.projected.nbytes + self.directions.nbytes)
+        return int(self.columns.nbytes + self.directions.nbytes)

@@ -27,7 +27,7 @@ def test_recall_against_exact_and_the_shape_of_an_answer() -> None:
     matrix = _clustered(20_000, seed=1)
     norms = np.linalg.norm(matrix, axis=1)
     index = ProjectedIndex(matrix, dims=128, oversample=16)  # a third of the dimensions: an approximation
-    assert index.projected.shape == (20_000, 128) and index.directions.shape == (DIMS, 128)
+    assert index.columns.shape == (128, 20_000) and index.directions.shape == (DIMS, 128)
     rng = np.random.default_rng(2)
     hits = 0
     for _ in range(30):
@@ -63,8 +63,8 @@ def test_a_reload_is_projected_onto_the_same_directions() -> None:
     order = rng.permutation(reloaded.shape[0])
     reloaded = reloaded[order]
     moved = index.moved(reloaded)
-    assert moved.directions is index.directions and moved.projected.shape == (reloaded.shape[0], index.dims)
-    assert index.projected.shape == (3_000, index.dims)  # the original is left as it was
+    assert moved.directions is index.directions and moved.columns.shape == (index.dims, reloaded.shape[0])
+    assert index.columns.shape == (index.dims, 3_000)  # the original is left as it was
     norms = np.linalg.norm(reloaded, axis=1)
     for vector in (fresh[7], fresh[3]):
         top = moved.search(reloaded, vector, 5, norms)

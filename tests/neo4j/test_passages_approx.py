@@ -97,7 +97,7 @@ async def test_approximate_scores_are_exact_and_recall_is_high(writers: Writers,
         assert probed.shape[0] < N  # it probes part of the rows only
     else:  # the screen reads part of the 384 dimensions of every row
         assert isinstance(held.index, ProjectedIndex) and PCA_DIMS < DIMS
-        assert held.index.projected.shape == (N, PCA_DIMS)
+        assert held.index.columns.shape == (PCA_DIMS, N)
     # a query equal to a stored chunk finds it first, with Neo4j's score for an identical vector
     top = await store.vector_search(base[123], 1, candidates=CANDIDATES)
     assert top[0].chunk_id == "chk_a_00123" and top[0].score == pytest.approx(1.0)
