@@ -217,8 +217,16 @@ class MemoryGraphStore:
         assert props is not None
         return self._label_names[self._node_label[pos]], props, self._emb[pos]
 
-    def node_rows(self) -> list[tuple[str, str, dict[str, Any]]]:
-        """``(id, label, properties copy)`` of every node, in insertion order."""
+    def node_rows(self, ids: Sequence[str] | None = None) -> list[tuple[str, str, dict[str, Any]]]:
+        """``(id, label, properties copy)`` of every node in insertion order, or of the stored ones of
+        ``ids`` in the order given."""
+        if ids is not None:
+            found = ((node_id, self._node_pos.get(node_id)) for node_id in dict.fromkeys(ids))
+            return [
+                (node_id, self._label_names[self._node_label[pos]], dict(self._node_props[pos] or {}))
+                for node_id, pos in found
+                if pos is not None
+            ]
         return [
             (node_id, self._label_names[self._node_label[pos]], dict(self._node_props[pos] or {}))
             for pos, node_id in enumerate(self._node_ids)

@@ -266,8 +266,9 @@ class PassageStore(Protocol):
         """Those of ``entity_ids`` mentioned by at least one chunk matching ``where``."""
         ...
 
-    async def entities(self) -> list[tuple[str, str, dict[str, Any]]]:
-        """``(id, label, properties)`` of every entity in the graph (to build name matchers)."""
+    async def entities(self, ids: Sequence[str] | None = None) -> list[tuple[str, str, dict[str, Any]]]:
+        """``(id, label, properties)`` of every entity in the graph (to build name matchers), or of
+        the stored ones of ``ids`` (to refresh them after a write)."""
         ...
 
     async def chunk_texts(self, after: str | None, limit: int) -> list[tuple[str, str]]:

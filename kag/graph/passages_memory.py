@@ -298,8 +298,8 @@ class MemoryPassageStore:
                 found |= hit
         return found
 
-    async def entities(self) -> list[tuple[str, str, dict[str, Any]]]:
-        return self.graph_store.node_rows()
+    async def entities(self, ids: Sequence[str] | None = None) -> list[tuple[str, str, dict[str, Any]]]:
+        return self.graph_store.node_rows(ids)
 
     async def chunk_texts(self, after: str | None, limit: int) -> list[tuple[str, str]]:
         async with self.graph_store.lock:  # _build() rewrites the arrays a search may be reading

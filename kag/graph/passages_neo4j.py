@@ -602,11 +602,15 @@ class Neo4jPassageStore:
         )
         return {r["id"] for r in res.records}
 
-    async def entities(self) -> list[tuple[str, str, dict[str, Any]]]:
+    async def entities(self, ids: Sequence[str] | None = None) -> list[tuple[str, str, dict[str, Any]]]:
+        source = (
+            f"MATCH (n:{ENTITY} {{{_NS}}}) "
+            if ids is None
+            else f"UNWIND $ids AS id MATCH (n:{ENTITY} {{id: id, {_NS}}}) "
+        )
         res = await self.graph_store.read(
-            f"MATCH (n:{ENTITY} {{{_NS}}}) RETURN n.id AS id, n {{.*, embedding: null, {NAMESPACE}: null}} AS props "
-            "ORDER BY id",
-            {"ns": self.graph_store.namespace},
+            source + f"RETURN n.id AS id, n {{.*, embedding: null, {NAMESPACE}: null}} AS props ORDER BY id",
+            {"ns": self.graph_store.namespace, "ids": list(dict.fromkeys(ids or ()))},
             "reading entity names",
         )
         out = []

@@ -33,6 +33,13 @@ from kag.rag.embedders import Embedder, HashEmbedder, check_matrix
 from kag.ranking.linking import LinkSettings, NameIndex, as_float32, link, name_key, rank
 from kag.validation import DEFAULT_NAMESPACE
 
+WRITE_LOG = 64  # writes remembered, so that name caches refresh what they wrote instead of reloading
+
+
+def refresh_limit(cached: int) -> int:
+    """How many written ids a name cache of ``cached`` entities refreshes one by one before reloading whole."""
+    return max(1000, cached // 5)
+
 
 def _lists_entities(store: GraphStore) -> bool:
     return isinstance(store, MemoryGraphStore | Neo4jGraphStore)
@@ -76,6 +83,8 @@ class KnowledgeBase:
         self._ready = False
         self._ready_lock = asyncio.Lock()
         self.revision = 0  # bumped by every write, so caches built from the graph can tell they are stale
+        # revision -> the ids that write touched, for the last WRITE_LOG writes made by upsert/delete
+        self._writes: dict[int, frozenset[str]] = {}
         self._sync: KnowledgeBaseSync | None = None
         if not isinstance(linking, LinkSettings | bool):
             raise ConfigError("linking must be True, False or a kag.ranking.linking.LinkSettings.")
@@ -203,9 +212,31 @@ class KnowledgeBase:
             RelationRecord(r.id, r.label, r.subj.id, r.obj.id, flatten(r, include=_set_fields(r)) | extra.get(r.id, {}))
             for r in relations
         ]
-        await self.store.upsert(nodes, rels)
-        self.revision += 1
+        try:
+            await self.store.upsert(nodes, rels)
+        finally:  # a failed large upsert may have written some batches: the caches refresh them too
+            self._wrote(n.id for n in nodes)
         return {"entities": len(nodes), "relations": len(rels)}
+
+    def _wrote(self, ids: Iterable[str]) -> None:
+        """Bump :attr:`revision` for a write that touched the entities ``ids`` (see :meth:`written_since`)."""
+        self.revision += 1
+        self._writes[self.revision] = frozenset(ids)
+        self._writes.pop(self.revision - WRITE_LOG, None)
+
+    def written_since(self, revision: int, limit: int) -> frozenset[str] | None:
+        """The ids of the entities this knowledge base wrote or deleted after ``revision``,
+        or ``None`` when that is not known (another kind of write, such as deleting documents, or too
+        long ago) or more than ``limit`` ids: then a cache built at ``revision`` is rebuilt whole."""
+        changed: set[str] = set()
+        for r in range(revision + 1, self.revision + 1):
+            ids = self._writes.get(r)
+            if ids is None:
+                return None
+            changed |= ids
+            if len(changed) > limit:
+                return None
+        return frozenset(changed)
 
     async def _merged_sources(
         self, sources: Mapping[str, Iterable[str]], entities: list[Entity], relations: list[Relation]
@@ -237,8 +268,10 @@ class KnowledgeBase:
         if isinstance(refs, str | Entity | Relation):
             refs = [refs]
         ids = [r if isinstance(r, str) else r.id for r in refs]
-        self.revision += 1
-        return await self.store.delete(ids)
+        try:
+            return await self.store.delete(ids)
+        finally:  # relation ids name no entity
+            self._wrote(i for i in ids if not i.startswith("r_"))
 
     async def get(self, ref: str | Entity | Relation) -> Entity | Relation | None:
         """The stored entity or relation with this id (or of this model's identity), else None."""
@@ -309,10 +342,21 @@ class KnowledgeBase:
 
         Writes made by another process to a shared Neo4j are seen after :meth:`invalidate_names`.
         """
+        if self._names is not None and self._names_revision != self.revision and _lists_entities(self.store):
+            revision = self.revision
+            changed = self.written_since(self._names_revision, refresh_limit(len(self._names)))
+            if changed is not None:  # refresh only the entities written since (one query, not every entity)
+                rows = await passage_store_for(self.store).entities(sorted(changed)) if changed else []
+                for entity_id in changed:
+                    self._names.remove(entity_id)
+                for eid, label, props in rows:
+                    self._names.add(eid, label, entity_names(self.schema, label, props))
+                self._names_revision = revision
         if self._names is None or self._names_revision != self.revision:
+            revision = self.revision
             rows = await passage_store_for(self.store).entities() if _lists_entities(self.store) else []
             self._names = NameIndex((eid, label, entity_names(self.schema, label, props)) for eid, label, props in rows)
-            self._names_revision = self.revision
+            self._names_revision = revision
         return self._names
 
     def invalidate_names(self) -> None:

@@ -15,9 +15,9 @@ import numpy as np
 from kag.datamodels.base import Entity
 from kag.errors import SchemaError
 from kag.graph.passages import PassageStore
-from kag.knowledge.base import KnowledgeBase
+from kag.knowledge.base import KnowledgeBase, refresh_limit
 from kag.knowledge.hits import SearchHit, TripletHit
-from kag.knowledge.mentions import EntityMatcher, EntityMention, build_matcher
+from kag.knowledge.mentions import EntityMatcher, EntityMention, build_matcher, refresh_matcher
 from kag.query.triplet import TripletSearch
 
 ANCHOR_THRESHOLD = 0.999  # the anchor entity itself: its key text against its own embedding
@@ -40,9 +40,17 @@ class FactFinder:
 
     async def matcher(self) -> EntityMatcher:
         """The name matcher over every entity, rebuilt when the knowledge base changed."""
+        matcher = self._matcher
+        if matcher is not None and self._matcher_revision != self.kb.revision:
+            revision = self.kb.revision
+            changed = self.kb.written_since(self._matcher_revision, refresh_limit(matcher.entities))
+            if changed is not None:  # only the entities written since: one query, not every entity
+                await refresh_matcher(matcher, self.store, self.kb.schema, changed)
+                self._matcher_revision = revision
         if self._matcher is None or self._matcher_revision != self.kb.revision:
+            revision = self.kb.revision
             self._matcher = await build_matcher(self.store, self.kb.schema)
-            self._matcher_revision = self.kb.revision
+            self._matcher_revision = revision
         return self._matcher
 
     async def find(self, query: str, qvec: np.ndarray | None, k: int, scope: dict[str, Any] | None) -> list[SearchHit]:

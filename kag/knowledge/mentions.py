@@ -10,6 +10,7 @@ link ``MENTIONS``; ``Knowledge`` uses it to find the entities a question names.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -68,8 +69,9 @@ class EntityMatcher:
     """
 
     def __init__(self, entries: Iterable[tuple[str, str, Sequence[str]]] = ()) -> None:
-        # first word -> {word tuple -> [(entity id, label, normalized name, key text)]}
+        # first word -> {word tuple -> [(entity id, label, normalized name, key text)], sorted by id}
         self._index: dict[str, dict[tuple[str, ...], list[tuple[str, str, str, str]]]] = {}
+        self._names_of: dict[str, list[tuple[str, ...]]] = {}  # entity id -> the word tuples it is found by
         self._max_words = 0
         self._size = 0
         for entity_id, label, names in entries:
@@ -80,6 +82,11 @@ class EntityMatcher:
         """Number of (entity, name) pairs."""
         return self._size
 
+    @property
+    def entities(self) -> int:
+        """Number of entities recognized by at least one name."""
+        return len(self._names_of)
+
     def add(self, entity_id: str, label: str, name: str, text: str | None = None) -> None:
         """Recognize ``name`` as entity ``entity_id`` (names under 2 characters are ignored)."""
         norm = normalize_text(name)
@@ -89,9 +96,24 @@ class EntityMatcher:
         bucket = self._index.setdefault(tokens[0], {}).setdefault(tokens, [])
         if any(e[0] == entity_id for e in bucket):
             return
-        bucket.append((entity_id, label, norm, name if text is None else text))
+        # by id: the same order however the matcher was built (at once or refreshed entity by entity)
+        bisect.insort(bucket, (entity_id, label, norm, name if text is None else text))
+        self._names_of.setdefault(entity_id, []).append(tokens)
         self._max_words = max(self._max_words, len(tokens))
         self._size += 1
+
+    def remove(self, entity_id: str) -> None:
+        """Stop recognizing an entity (nothing when it is not known)."""
+        for tokens in self._names_of.pop(entity_id, ()):
+            by_tokens = self._index[tokens[0]]
+            bucket = [e for e in by_tokens[tokens] if e[0] != entity_id]
+            self._size -= len(by_tokens[tokens]) - len(bucket)
+            if bucket:
+                by_tokens[tokens] = bucket
+            else:
+                del by_tokens[tokens]
+                if not by_tokens:
+                    del self._index[tokens[0]]
 
     def find(self, text: str) -> list[EntityMention]:
         """Entities named in ``text``, in order of first occurrence (each once)."""
@@ -134,3 +156,15 @@ async def build_matcher(store: PassageStore, schema: GraphSchema) -> EntityMatch
     """A matcher over every entity in the graph."""
     rows = await store.entities()
     return EntityMatcher((eid, label, entity_names(schema, label, props)) for eid, label, props in rows)
+
+
+async def refresh_matcher(matcher: EntityMatcher, store: PassageStore, schema: GraphSchema, ids: Iterable[str]) -> None:
+    """Bring ``matcher`` up to date for the entities ``ids`` (written or deleted since it was built)."""
+    ids = sorted(set(ids))
+    rows = await store.entities(ids) if ids else []
+    for entity_id in ids:
+        matcher.remove(entity_id)
+    for eid, label, props in rows:
+        names = entity_names(schema, label, props)
+        for name in names:
+            matcher.add(eid, label, name, names[0])

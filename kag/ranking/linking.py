@@ -108,6 +108,15 @@ class NameIndex:
             if all(e != entity_id for e, _ in bucket):
                 bucket.append((entity_id, label))
 
+    def remove(self, entity_id: str) -> None:
+        """Forget an entity's names (nothing when it is not indexed)."""
+        for key in self._keys.pop(entity_id, ()):
+            bucket = [entry for entry in self._by_key.get(key, ()) if entry[0] != entity_id]
+            if bucket:
+                self._by_key[key] = bucket
+            else:
+                self._by_key.pop(key, None)
+
     def exact(self, key: str, labels: Sequence[str]) -> list[str]:
         """Ids of the entities of ``labels`` one of whose names has this key (sorted)."""
         allowed = set(labels)
