@@ -88,6 +88,7 @@ HNSW_EF_CONSTRUCTION = 200
 CHUNK = "Chunk"
 # an exact search whose screen keeps more chunks than this (a flood of near-ties) scans in Cypher
 RESCORE_CAP = 5_000
+ENTITY_BATCH = 256  # entities per record when the name caches read them
 # the IVF index of approximate search probes lists holding this many times ``candidates`` rows
 IVF_OVERSAMPLE = 32
 # the projected screen: directions kept, and rows scored in full per candidate
@@ -608,15 +609,20 @@ class Neo4jPassageStore:
             if ids is None
             else f"UNWIND $ids AS id MATCH (n:{ENTITY} {{id: id, {_NS}}}) "
         )
-        res = await self.graph_store.read(
-            source + f"RETURN n.id AS id, n {{.*, embedding: null, {NAMESPACE}: null}} AS props ORDER BY id",
-            {"ns": self.graph_store.namespace, "ids": list(dict.fromkeys(ids or ()))},
-            "reading entity names",
+        # ENTITY_BATCH entities per record, read on the blocking driver: 34k entities in 0.7-0.8 s, where
+        # one record per entity on the async driver took 1.8 s (the driver's cost per record)
+        query = (
+            source + "WITH n ORDER BY n.id WITH collect(n) AS nodes\n"
+            "UNWIND range(0, size(nodes) - 1, $batch) AS start WITH nodes[start..start + $batch] AS part\n"
+            f"RETURN [n IN part | [n.id, n {{.*, embedding: null, {NAMESPACE}: null}}]] AS rows"
         )
+        params = {"ns": self.graph_store.namespace, "ids": list(dict.fromkeys(ids or ())), "batch": ENTITY_BATCH}
+        parts = await self.graph_store.read_rows(query, params, "reading entity names", _first)
         out = []
-        for r in res.records:
-            props = {k: v for k, v in (r["props"] or {}).items() if v is not None and k != "embedding"}
-            out.append((str(r["id"]), str(props.get("label", "")), props))
+        for part in parts:
+            for entity_id, raw in part:
+                props = {k: v for k, v in (raw or {}).items() if v is not None and k != "embedding"}
+                out.append((str(entity_id), str(props.get("label", "")), props))
         return out
 
     async def chunk_texts(self, after: str | None, limit: int) -> list[tuple[str, str]]:
@@ -689,6 +695,11 @@ def _remap(index: IVFIndex, old: LabelMatrix, new: LabelMatrix) -> IVFIndex:
     out.sorted_rows = np.sort(out.members)
     out.extra = np.setdiff1d(np.arange(new.ids.shape[0]), out.sorted_rows, assume_unique=True)
     return out
+
+
+def _first(values: list[Any]) -> Any:
+    """A record's only column."""
+    return values[0]
 
 
 def _props(fixed: dict[str, Any], metadata: Mapping[str, Any]) -> dict[str, Any]:
