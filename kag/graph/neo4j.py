@@ -466,6 +466,7 @@ class Neo4jGraphStore:
     ) -> None:
         """:meth:`upsert` with statements of ``batch_size`` rows, one transaction when at most ``atomic_rows``."""
         statements: list[tuple[str, dict[str, Any]]] = []
+        written: dict[int, tuple[str, list[str]]] = {}  # node statement -> its label and node ids
         by_label: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for n in nodes:
             _check_props(n.properties)
@@ -481,6 +482,7 @@ class Neo4jGraphStore:
             )
             for start in range(0, len(rows), batch_size):
                 batch = _Rows(rows[start : start + batch_size])
+                written[len(statements)] = (label, [row["id"] for row in batch])
                 statements.append((query, {"rows": batch, "ns": self.namespace}))
         rels: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for r in relations:
@@ -525,7 +527,14 @@ class Neo4jGraphStore:
                     await session.execute_write(work)
 
             started = time.perf_counter()
-            await self.retry(what, call)
+            # counted as this store's own writes: a matrix they alone made stale reads back just their nodes
+            with self.anchor_scorer.writes.writing(written[i][0] for i in group if i in written) as done:
+                await self.retry(what, call)
+                for i in group:
+                    if i in written:  # one stamp per node statement
+                        label, ids = written[i]
+                        stamps, before = done.get(label, (0, []))
+                        done[label] = (stamps + 1, [*before, *ids])
             elapsed = time.perf_counter() - started
             if elapsed >= SLOW_QUERY_SECONDS:
                 log.warning("slow Neo4j transaction while %s: %.3fs", what, elapsed)

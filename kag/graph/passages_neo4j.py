@@ -318,7 +318,9 @@ class Neo4jPassageStore:
             )
         stmts.extend(self._mention_statements(mentions))
         stmts.append((_BUMP, {}))
-        await self._write_tx(stmts, "writing documents and chunks")
+        with self.graph_store.anchor_scorer.writes.writing([CHUNK]) as done:  # see kag.graph.neo4j_writes
+            await self._write_tx(stmts, "writing documents and chunks")
+            done[CHUNK] = (1, [c.id for c in chunks])
 
     def _mention_statements(self, mentions: Sequence[Mention]) -> list[tuple[str, dict[str, Any]]]:
         rows = [{"chunk": c, "entity": e} for c, e in dict.fromkeys(mentions)]
@@ -376,7 +378,10 @@ class Neo4jPassageStore:
                 found: int = await session.execute_write(work)
                 return found
 
-        return await store.retry("deleting documents", call)
+        with store.anchor_scorer.writes.writing([CHUNK]) as done:  # deleted chunks leave the label's id list
+            found = await store.retry("deleting documents", call)
+            done[CHUNK] = (1, [])
+        return found
 
     async def clear(self) -> None:
         store = self.graph_store

@@ -31,6 +31,7 @@ from kag.datamodels.base import Entity
 from kag.errors import ConfigError
 from kag.graph.base import DIRECT, unflatten
 from kag.graph.neo4j import ENTITY, Neo4jGraphStore, plain_properties
+from kag.graph.neo4j_anchor import version_bump
 from kag.knowledge.base import KnowledgeBase
 from kag.query.cypher import IN_NAMESPACE, NAMESPACE, quote
 
@@ -100,7 +101,8 @@ async def _adopt_nodes(
     write = (
         "UNWIND $rows AS row MATCH (n) WHERE elementId(n) = row.eid "
         f"SET n:{quote(ENTITY)}, n.id = row.id, n.label = $label, n.{quote(NAMESPACE)} = $ns, "
-        f"n.{quote(DIRECT)} = true, n.embedding = row.embedding RETURN count(*) AS n"
+        f"n.{quote(DIRECT)} = true, n.embedding = row.embedding\n"
+        + version_bump(label)  # a stamp: every store's cached matrix of the label reloads
     )
     while True:
         res = await store.run(read, {"skip": skip, "batch": batch_size}, write=False, what="reading nodes to adopt")

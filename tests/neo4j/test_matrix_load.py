@@ -1,6 +1,8 @@
 """A label's embedding matrix loads in batches of ``LOAD_BATCH`` nodes per record: the same ids,
 vectors and norms as reading the nodes one per row, across batch boundaries, with vectors of
-another length (written outside kag) left out as before."""
+another length (written outside kag) left out as before. After the store's own writes alone, a
+stale matrix is refreshed by reading back just their nodes, and equals a full load; after anyone
+else's write it is loaded whole."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import pytest
 
 from kag.graph.base import NodeRecord
 from kag.graph.neo4j import ENTITY, Neo4jGraphStore
-from kag.graph.neo4j_anchor import LOAD_BATCH, AnchorScorer, _vector_batch
+from kag.graph.neo4j_anchor import LOAD_BATCH, AnchorScorer, LabelMatrix, _vector_batch
 from kag.query.cypher import quote
 from tests.neo4j.conftest import fresh_namespace
 
@@ -81,3 +83,80 @@ async def test_batched_load_equals_the_nodes_read_one_per_row(neo4j_config: dict
     finally:
         await store.clear()
         await store.aclose()
+
+
+def same_rows(a: LabelMatrix, b: LabelMatrix) -> bool:
+    """The same ids with the same vectors and norms (row order aside) and the same version."""
+    order_a, order_b = np.argsort(a.ids.astype(str)), np.argsort(b.ids.astype(str))
+    return bool(
+        a.ids[order_a].tolist() == b.ids[order_b].tolist()
+        and np.array_equal(a.matrix[order_a], b.matrix[order_b])
+        and np.array_equal(a.norms[order_a], b.norms[order_b])
+        and a.version == b.version
+    )
+
+
+def graph_store(config: dict[str, str], ns: str) -> Neo4jGraphStore:
+    return Neo4jGraphStore(
+        config["uri"], username=config["user"], password=config["password"], database=config["database"], namespace=ns
+    )
+
+
+async def test_own_writes_refresh_the_matrix_by_their_ids(neo4j_config: dict[str, str]) -> None:
+    ns = fresh_namespace()
+    store, other = graph_store(neo4j_config, ns), graph_store(neo4j_config, ns)
+    try:
+        for s in (store, other):
+            await s.ensure_schema(["Probe"], [], DIMS)
+        rng = np.random.default_rng(5)
+
+        def nodes(ids: list[str]) -> list[NodeRecord]:
+            vectors = rng.standard_normal((len(ids), DIMS)).astype(np.float32)
+            return [NodeRecord(i, "Probe", {"name": i}, vectors[n]) for n, i in enumerate(ids)]
+
+        await store.upsert(nodes([f"p{i}" for i in range(300)]), [])
+        scorer = store.anchor_scorer
+        loads: list[str] = []
+        full_load = scorer._load
+
+        async def counted(label: str, *args: object) -> LabelMatrix:
+            loads.append(label)
+            return await full_load(label, *args)  # type: ignore[arg-type]
+
+        scorer._load = counted  # type: ignore[method-assign]
+        first = (await scorer.matrices(["Probe"]))["Probe"]
+        assert loads == ["Probe"] and first.ids.shape == (300,)
+
+        # this store's own writes: vectors replaced, nodes added, nodes deleted (no stamp, fewer ids)
+        await store.upsert(nodes(["p3", "p150", "new1", "new2"]), [])
+        await store.bulk_upsert(nodes([f"bulk{i}" for i in range(40)]), [], batch_size=15)
+        assert await store.delete(["p7", "p299"]) == 2
+        refreshed = (await scorer.matrices(["Probe"]))["Probe"]
+        assert loads == ["Probe"]  # refreshed, not loaded again
+        assert refreshed is not first and refreshed.ids.shape == (340,)  # 300 + 2 + 40 - 2
+        assert same_rows(refreshed, await AnchorScorer(store.read, ns)._load("Probe", refreshed.version))
+
+        # another store (another driver, as another process) writes: its stamps are not this store's
+        await other.upsert(nodes(["p4"]), [])
+        again = (await scorer.matrices(["Probe"]))["Probe"]
+        assert loads == ["Probe", "Probe"]  # loaded whole
+        assert same_rows(again, await AnchorScorer(store.read, ns)._load("Probe", again.version))
+
+        # own writes again after that: refreshed from the full load
+        p5 = nodes(["p5"])
+        await store.upsert(p5, [])
+        last = (await scorer.matrices(["Probe"]))["Probe"]
+        assert loads == ["Probe", "Probe"]
+        assert same_rows(last, await AnchorScorer(store.read, ns)._load("Probe", last.version))
+        assert np.array_equal(last.matrix[last.positions()["p5"]], p5[0].embedding)  # the new vector
+
+        # nodes added only: the rows are kept in place and the new ones appended
+        await store.upsert(nodes(["tail1", "tail2"]), [])
+        grown = (await scorer.matrices(["Probe"]))["Probe"]
+        assert loads == ["Probe", "Probe"] and grown.ids.tolist()[:-2] == last.ids.tolist()
+        assert same_rows(grown, await AnchorScorer(store.read, ns)._load("Probe", grown.version))
+        assert grown.positions() == {str(i): n for n, i in enumerate(grown.ids.tolist())}
+    finally:
+        await store.clear()
+        await store.aclose()
+        await other.aclose()
