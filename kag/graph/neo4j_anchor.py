@@ -49,6 +49,7 @@ wait for it instead. The matrices take ``4 * dimensions`` bytes per node beside 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import math
 import time
@@ -66,6 +67,7 @@ from kag.query.plan import QueryPlan
 from kag.ranking.select import kth_largest
 
 log = logging.getLogger(__name__)
+_SERIALS = itertools.count()
 STAMP = RESERVED_LABEL_PREFIX  # + label: one stamp node per statement that wrote nodes of the label
 SCREEN = 1e-4  # float32 screening margin on the [0, 1] score scale, as in the memory store
 MAP_CAP = 50_000  # a non-anchor side with more passing nodes keeps its cosine in Cypher
@@ -118,6 +120,11 @@ class LabelMatrix:
     # the store's own-write counters when ``version`` was read (None: a write was in flight)
     own: Snapshot | None = None
     _positions: dict[str, int] | None = field(default=None, repr=False, compare=False)
+    serial: int = field(default_factory=lambda: next(_SERIALS))
+    # a refreshed matrix: the serial of the one it was refreshed from, and for each row that row's
+    # position there when the vector is the same (-1: read back), so indexes over it can follow
+    refreshed_from: int | None = None
+    source: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def positions(self) -> dict[str, int]:
         """Row of each id (built on first use)."""
@@ -373,6 +380,7 @@ class AnchorScorer:
             positions.update((node_id, old + n) for n, node_id in enumerate(current[old:]))
             matrix = np.concatenate([cached.matrix, np.zeros((ids.shape[0] - old, dims), dtype=np.float32)])
             norms = np.concatenate([cached.norms, np.zeros(ids.shape[0] - old, dtype=np.float64)])
+            source = np.concatenate([np.arange(old), np.full(ids.shape[0] - old, -1)])
             unknown = [node_id for node_id in current[old:] if node_id not in fetched]
         else:  # rows deleted (or another order): gather the kept rows by id
             before = cached.positions()
@@ -386,11 +394,14 @@ class AnchorScorer:
         for node_id, vector in fetched.items():
             row = positions.get(node_id)
             if row is not None:  # deleted again since: not in the id list
+                source[row] = -1
                 matrix[row] = vector
                 norms[row] = float(np.linalg.norm(vector.astype(np.float64)))  # as the full load: row by row
         seconds = time.perf_counter() - started
         log.debug("refreshed %d of %d %s embeddings in %.3fs", len(fetched), len(current), label, seconds)
-        return LabelMatrix(version, ids, matrix, norms, seconds, own, positions)
+        return LabelMatrix(
+            version, ids, matrix, norms, seconds, own, positions, refreshed_from=cached.serial, source=source
+        )
 
     async def _load(self, label: str, version: tuple[int, int], own: Snapshot | None = None) -> LabelMatrix:
         started = time.perf_counter()

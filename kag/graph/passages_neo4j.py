@@ -550,6 +550,9 @@ class Neo4jPassageStore:
             elif isinstance(held.index, IVFIndex):
                 moved = await asyncio.to_thread(_remap, held.index, held.matrix, matrix)
                 self._screen = _Screen(matrix, moved, held.built_rows)
+            elif matrix.source is not None and matrix.refreshed_from == held.matrix.serial:  # a refresh of it
+                projected = await asyncio.to_thread(held.index.followed, matrix.matrix, matrix.source)
+                self._screen = _Screen(matrix, projected, held.built_rows)
             else:
                 projected = await asyncio.to_thread(held.index.moved, matrix.matrix)
                 self._screen = _Screen(matrix, projected, held.built_rows)

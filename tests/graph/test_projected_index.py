@@ -70,3 +70,40 @@ def test_a_reload_is_projected_onto_the_same_directions() -> None:
         top = moved.search(reloaded, vector, 5, norms)
         best = top[np.argmax((reloaded[top] @ vector) / norms[top])]
         assert np.allclose(reloaded[best] / norms[best], vector / np.linalg.norm(vector), atol=1e-6)
+
+
+def test_a_refresh_is_followed_column_by_column() -> None:
+    matrix = _clustered(3_000, seed=4)
+    index = ProjectedIndex(matrix, dims=96)
+    rng = np.random.default_rng(9)
+    # the refreshed rows: some deleted, the rest reordered, two re-embedded, three new
+    kept = rng.permutation(np.setdiff1d(np.arange(3_000), [5, 77, 2_999]))
+    new_rows = _clustered(3, seed=8)
+    refreshed = np.concatenate([matrix[kept], new_rows])
+    source = np.concatenate([kept, [-1, -1, -1]])
+    for row in (10, 400):
+        refreshed[row] = new_rows[0] * 2.0
+        source[row] = -1
+    followed = index.followed(refreshed, source)
+    assert followed.directions is index.directions and followed.columns.shape == (96, refreshed.shape[0])
+    assert index.columns.shape == (96, 3_000)  # the index it came from is left as it was
+    keep = source >= 0
+    assert np.array_equal(followed.columns[:, keep], index.columns[:, source[keep]])  # copied, not recomputed
+    assert np.allclose(followed.columns, index.project(refreshed), atol=1e-5)  # what a full projection gives
+    assert not np.allclose(followed.columns[:, 10], index.columns[:, kept[10]], atol=1e-3)  # re-embedded
+
+
+def test_rows_appended_or_changed_in_place_are_followed_too() -> None:
+    matrix = _clustered(2_000, seed=5)
+    index = ProjectedIndex(matrix, dims=64)
+    refreshed = np.concatenate([matrix, _clustered(4, seed=6)])
+    refreshed[7] = refreshed[2_001] * 3.0  # re-embedded where it stood
+    source = np.concatenate([np.arange(2_000), [-1, -1, -1, -1]])
+    source[7] = -1
+    followed = index.followed(refreshed, source)
+    assert followed.columns.shape == (64, 2_004) and index.columns.shape == (64, 2_000)
+    assert np.array_equal(followed.columns[:, :7], index.columns[:, :7])
+    assert np.allclose(followed.columns, index.project(refreshed), atol=1e-5)
+    assert not np.allclose(followed.columns[:, 7], index.columns[:, 7], atol=1e-3)
+    shrunk = index.followed(matrix[:1_500], np.arange(1_500))  # the last rows deleted
+    assert np.array_equal(shrunk.columns, index.columns[:, :1_500])

@@ -130,6 +130,47 @@ async def test_writes_by_another_store_are_seen_and_the_index_is_carried_over(wr
     assert top[0].chunk_id == "chk_a_00000" and top[0].score == pytest.approx(1.0)
 
 
+async def test_own_writes_refresh_the_matrix_and_the_screen_follows(writers: Writers, mode: str) -> None:
+    writer, _, store = writers  # the writer shares the searching store's driver, scorer and own-write log
+    rng, base, _ = await _seeded(writer, 8)
+    probe = rng.standard_normal(DIMS).astype(np.float32)
+    await store.vector_search(probe, 3, candidates=CANDIDATES)
+    scorer = writer.graph_store.anchor_scorer
+    loads: list[str] = []
+    full_load = scorer._load
+
+    async def counted(label: str, *args: object) -> LabelMatrix:
+        loads.append(label)
+        return await full_load(label, *args)  # type: ignore[arg-type]
+
+    scorer._load = counted  # type: ignore[method-assign]
+    doc_b, chunks_b = _doc("b", probe.reshape(1, -1))  # added
+    await writer.write([doc_b], chunks_b, [])
+    got = await store.vector_search(probe, 3, candidates=CANDIDATES)
+    assert got[0].chunk_id == "chk_b_00000" and got[0].score == pytest.approx(1.0)
+    doc_c, chunks_c = _doc("c", base[:200] + 0.01)  # added, then deleted below
+    await writer.write([doc_c], chunks_c, [])
+    assert (await store.vector_search(base[7] + 0.01, 1, candidates=CANDIDATES))[0].chunk_id == "chk_c_00007"
+    # b rewritten (its row re-embedded, one more) and c deleted: the kept rows are gathered by id
+    doc_b, chunks_b = _doc("b", np.vstack([-probe, base[5]]))
+    await writer.write([doc_b], chunks_b, [])
+    await writer.delete_documents([doc_c.id])
+    gone = await store.vector_search(base[7] + 0.01, 5, candidates=CANDIDATES)
+    assert all(not r.chunk_id.startswith("chk_c") for r in gone)  # deleted: not found
+    held = store._screen
+    assert held is not None
+    assert loads == []  # every change came from this store: refreshed by ids, never loaded whole
+    assert held.matrix.refreshed_from is not None and held.matrix.ids.shape == (N + 2,)
+    assert held.built_rows == N  # carried over, not rebuilt
+    if mode == "pca":  # the screen followed the refresh column by column
+        assert isinstance(held.index, ProjectedIndex) and held.index.columns.shape == (PCA_DIMS, N + 2)
+        assert np.allclose(held.index.columns, held.index.project(held.matrix.matrix), atol=1e-5)
+    top = await store.vector_search(-probe, 1, candidates=CANDIDATES)
+    assert top[0].chunk_id == "chk_b_00000" and top[0].score == pytest.approx(1.0)
+    queries = base[rng.choice(N, 20, replace=False)] + 0.3 * rng.standard_normal((20, DIMS)).astype(np.float32)
+    assert await _recall(store, queries) >= 0.95
+
+
 async def test_growth_by_more_than_a_fifth_rebuilds(writers: Writers) -> None:
     writer, other, store = writers
     rng = np.random.default_rng(6)
