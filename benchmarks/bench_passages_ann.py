@@ -28,6 +28,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
+
 from benchmarks.common import Report, Result, empty_neo4j, log, neo4j_settings, percentiles
 from kag import Document, create_knowledge
 from kag.graph.passages_neo4j import VECTOR_INDEX, Neo4jPassageStore
@@ -229,12 +231,55 @@ async def run(
                 note=note,
             )
         )
+    after = await _after_writes(knowledge, store, vectors, candidates[0])
+    report.add(
+        Result(
+            "passages",
+            "first exact search after Knowledge.add of one document",
+            float(np.median(after["exact"])),
+            "ms",
+            note=f"{_spread(after['exact'])} ms over {len(after['exact'])} adds; the chunk matrix is refreshed",
+        )
+    )
+    report.add(
+        Result(
+            "passages",
+            f"first candidates={candidates[0]} search after Knowledge.add of one document",
+            float(np.median(after["pca"])),
+            "ms",
+            note=f"{_spread(after['pca'])} ms over {len(after['pca'])} adds; the projected screen follows the refresh",
+        )
+    )
     report.notes.append(
         f"{ingest}; {n_queries} queries, calls alternating"
         + ("" if peer is not None else "; neo4j-graphrag not installed: no peer")
     )
     await knowledge.aclose()
     return report
+
+
+def _spread(values: list[float]) -> str:
+    return f"{min(values):.0f}-{max(values):.0f}"
+
+
+async def _after_writes(
+    knowledge: Any, store: Neo4jPassageStore, vectors: np.ndarray, candidates: int, rounds: int = 5
+) -> dict[str, list[float]]:
+    """Add one document ``rounds`` times (deleted again at the end, so ``--reuse`` still matches) and time
+    the first exact and the first approximate search after each add, in ms."""
+    times: dict[str, list[float]] = {"exact": [], "pca": []}
+    added: list[str] = []
+    for n in range(rounds):
+        for mode in ("exact", "pca"):  # each search right after its own add: the refresh is in the timing
+            source = f"bench-added-{n}-{mode}"
+            text = f"added passage {n} ({mode}): sorting a list in place"
+            await knowledge.add(Document(text=text, source=source))
+            added.append(source)
+            t0 = time.perf_counter()
+            await store.vector_search(vectors[n], 5, candidates=None if mode == "exact" else candidates)
+            times[mode].append((time.perf_counter() - t0) * 1000)
+    await knowledge.delete(sources=added)
+    return times
 
 
 def main() -> None:

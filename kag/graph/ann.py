@@ -26,6 +26,7 @@ import math
 
 import numpy as np
 
+from kag.graph.spare import Spare, gathered, grown
 from kag.ranking.select import kth_largest
 
 _BLOCK = 8192  # rows per block of the assignment products (bounds the temporaries)
@@ -164,6 +165,7 @@ class ProjectedIndex:
         _, vectors = np.linalg.eigh(moment)  # ascending eigenvalues
         self.directions = np.ascontiguousarray(vectors[:, ::-1][:, : self.dims], dtype=np.float32)
         self.columns = self.project(matrix)
+        self._spare: Spare | None = None  # the buffer ``columns`` leads, once a refresh was followed
 
     def project(self, matrix: np.ndarray) -> np.ndarray:
         """The unit rows of ``matrix`` in the index's directions, one column per row (``dims x n``, float32)."""
@@ -175,23 +177,23 @@ class ProjectedIndex:
     def moved(self, matrix: np.ndarray) -> ProjectedIndex:
         """This index over ``matrix``, a reload of the rows it was built on (same directions)."""
         out = copy.copy(self)
-        out.columns = self.project(matrix)
+        out.columns, out._spare = self.project(matrix), None
         return out
 
     def followed(self, matrix: np.ndarray, source: np.ndarray) -> ProjectedIndex:
         """This index over ``matrix``, whose row ``i`` is row ``source[i]`` of the rows it holds now
         (``-1``: a new or changed row): the kept columns are copied, only the others projected."""
         out = copy.copy(self)
-        rows = source.shape[0]
+        rows, held = source.shape[0], self.columns.shape[1]
         kept = np.flatnonzero(source >= 0)
-        if np.array_equal(source[kept], kept):  # rows only appended or changed in place: one slice copy
-            out.columns = np.empty((self.columns.shape[0], rows), dtype=self.columns.dtype)
-            shared = min(rows, self.columns.shape[1])
-            out.columns[:, :shared] = self.columns[:, :shared]
-        else:  # one gather along the rows (np.take: 4-5x a masked scatter of the kept columns)
-            out.columns = np.take(self.columns, np.maximum(source, 0), axis=1)
-        # then the fresh columns overwritten
         fresh = np.flatnonzero(source < 0)
+        if np.array_equal(source[kept], kept):  # rows only appended or changed in place: a prefix kept
+            # appended only: the new columns go into the spare room behind the old ones, nothing copied
+            appended = rows >= held and (fresh.shape[0] == 0 or fresh[0] >= held)
+            out.columns, out._spare = grown(self.columns, self._spare if appended else None, min(rows, held), rows, 1)
+        else:  # one gather along the rows (np.take: 4-5x a masked scatter of the kept columns)
+            out.columns, out._spare = gathered(self.columns, np.maximum(source, 0), axis=1)
+        # then the fresh columns overwritten
         if fresh.shape[0]:
             out.columns[:, fresh] = self.project(matrix[fresh])
         return out

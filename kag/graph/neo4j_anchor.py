@@ -62,6 +62,7 @@ import numpy as np
 from kag.datamodels.base import RESERVED_LABEL_PREFIX, check_identifier
 from kag.errors import EmbeddingError
 from kag.graph.neo4j_writes import OwnWrites, Snapshot
+from kag.graph.spare import Spare, gathered, grown
 from kag.query.cypher import IN_NAMESPACE, quote, quote_name
 from kag.query.plan import QueryPlan
 from kag.ranking.select import kth_largest
@@ -70,6 +71,7 @@ log = logging.getLogger(__name__)
 _SERIALS = itertools.count()
 STAMP = RESERVED_LABEL_PREFIX  # + label: one stamp node per statement that wrote nodes of the label
 SCREEN = 1e-4  # float32 screening margin on the [0, 1] score scale, as in the memory store
+ORIGINS = 4  # refresh steps a refreshed matrix maps its rows back through (8 bytes per row each)
 MAP_CAP = 50_000  # a non-anchor side with more passing nodes keeps its cosine in Cypher
 FIRST_ANCHORS = 64  # anchors sent in the first try of a ranked search with hops (at least k)
 GROWTH = 8  # how much the anchor set grows after a try that could not prove its answer
@@ -121,10 +123,11 @@ class LabelMatrix:
     own: Snapshot | None = None
     _positions: dict[str, int] | None = field(default=None, repr=False, compare=False)
     serial: int = field(default_factory=lambda: next(_SERIALS))
-    # a refreshed matrix: the serial of the one it was refreshed from, and for each row that row's
-    # position there when the vector is the same (-1: read back), so indexes over it can follow
-    refreshed_from: int | None = None
-    source: np.ndarray | None = field(default=None, repr=False, compare=False)
+    # a refreshed matrix: for the matrices it descends from (serial, newest first, ORIGINS at most),
+    # each row's position there when its vector is the same (-1: read back), so indexes built over
+    # an ancestor can follow it instead of starting over
+    origins: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+    spare: Spare | None = field(default=None, repr=False, compare=False)  # the buffer ``matrix`` leads, if any
 
     def positions(self) -> dict[str, int]:
         """Row of each id (built on first use)."""
@@ -373,24 +376,36 @@ class AnchorScorer:
         dims = cached.matrix.shape[1]
         if any(v.shape != (dims,) for v in fetched.values()):
             return None  # a vector of another length: the full load decides which rows stay
-        ids = np.array(current, dtype=object)
+        # the cached rows keep their order (a full load's order is the store's, which reuses the slots
+        # of deleted nodes; results never depend on it): deleted rows drop out, new ones go last
         old = cached.ids.shape[0]
-        if ids.shape[0] >= old and np.array_equal(ids[:old], cached.ids):  # the usual case: rows added at the end
-            positions = dict(cached.positions())
-            positions.update((node_id, old + n) for n, node_id in enumerate(current[old:]))
-            matrix = np.concatenate([cached.matrix, np.zeros((ids.shape[0] - old, dims), dtype=np.float32)])
-            norms = np.concatenate([cached.norms, np.zeros(ids.shape[0] - old, dtype=np.float64)])
-            source = np.concatenate([np.arange(old), np.full(ids.shape[0] - old, -1)])
-            unknown = [node_id for node_id in current[old:] if node_id not in fetched]
-        else:  # rows deleted (or another order): gather the kept rows by id
-            before = cached.positions()
-            source = np.fromiter((before.get(i, -1) for i in current), dtype=np.int64, count=len(current))
-            unknown = [current[n] for n in np.flatnonzero(source < 0).tolist() if current[n] not in fetched]
-            matrix = cached.matrix[np.maximum(source, 0)]
-            norms = cached.norms[np.maximum(source, 0)]
-            positions = {node_id: n for n, node_id in enumerate(current)}
-        if unknown:
-            return None  # a node nobody told this store about (written outside kag)
+        before = cached.positions()
+        added = [node_id for node_id in current if node_id not in before]
+        if any(node_id not in fetched for node_id in added):
+            return None  # a node nobody told this store about (written outside kag): a full load
+        present: set[str] | None = None
+        if unread := [node_id for node_id in written if node_id in before and node_id not in fetched]:
+            present = set(current)  # deleted since, or still there without its embedding (a full load)
+            if any(node_id in present for node_id in unread):
+                return None
+        n = len(current)
+        if n - len(added) == old:  # none deleted: the new rows go into the room behind the old ones
+            appended = all(before.get(node_id, old) >= old for node_id in fetched)  # no old row rewritten
+            matrix, spare = grown(cached.matrix, cached.spare if appended else None, old, n)
+            source = np.concatenate([np.arange(old), np.full(n - old, -1)])
+            norms = np.concatenate([cached.norms, np.zeros(n - old, dtype=np.float64)])
+            ids = np.concatenate([cached.ids, np.array(added, dtype=object)])
+            positions = dict(before)
+            positions.update((node_id, old + k) for k, node_id in enumerate(added))
+        else:  # rows deleted: the kept ones gathered
+            present = set(current) if present is None else present
+            kept = np.flatnonzero(np.fromiter((i in present for i in cached.ids.tolist()), dtype=bool, count=old))
+            matrix, spare = gathered(cached.matrix, kept, n)
+            source = np.concatenate([kept, np.full(n - kept.shape[0], -1)])
+            norms = np.concatenate([cached.norms[kept], np.zeros(n - kept.shape[0], dtype=np.float64)])
+            ids = np.concatenate([cached.ids[kept], np.array(added, dtype=object)])
+            positions = {node_id: k for k, node_id in enumerate(ids.tolist())}
+        matrix[source.shape[0] - len(added) :] = 0.0  # every new row is read back below
         for node_id, vector in fetched.items():
             row = positions.get(node_id)
             if row is not None:  # deleted again since: not in the id list
@@ -399,9 +414,10 @@ class AnchorScorer:
                 norms[row] = float(np.linalg.norm(vector.astype(np.float64)))  # as the full load: row by row
         seconds = time.perf_counter() - started
         log.debug("refreshed %d of %d %s embeddings in %.3fs", len(fetched), len(current), label, seconds)
-        return LabelMatrix(
-            version, ids, matrix, norms, seconds, own, positions, refreshed_from=cached.serial, source=source
-        )
+        origins = {cached.serial: source}
+        for serial, older in list(cached.origins.items())[: ORIGINS - 1]:  # composed: a row kept in both steps
+            origins[serial] = np.where(source >= 0, older[np.maximum(source, 0)], -1)
+        return LabelMatrix(version, ids, matrix, norms, seconds, own, positions, origins=origins, spare=spare)
 
     async def _load(self, label: str, version: tuple[int, int], own: Snapshot | None = None) -> LabelMatrix:
         started = time.perf_counter()

@@ -451,11 +451,14 @@ class Neo4jPassageStore:
 
         With a matrix cached, the version check rides in the scoring query (one round trip, where two
         concurrent ones cost the server more); when the version changed, the answer is discarded and
-        the search is redone on the reloaded matrix.
+        the search is redone on the reloaded matrix. After this store's own chunk writes the matrix is
+        known stale, so it is refreshed first instead of scored (and screened) in vain.
         """
         scorer = self.graph_store.anchor_scorer
         last = self._inverse[0] if self._inverse is not None else None
-        if last is not None and scorer.cached.get(CHUNK) == last.version:  # not invalidated since
+        # this store wrote chunks since ``last`` was read: it is stale, so do not score on it first
+        written = last is not None and last.own is not None and scorer.writes.snapshot(CHUNK) != last.own
+        if last is not None and not written and scorer.cached.get(CHUNK) == last.version:  # not invalidated since
             found, now = await self._search_matrix(last, search, versioned=True)
             if now is None:  # answered without the scoring query
                 now = (await scorer.versions([CHUNK]))[CHUNK]
@@ -527,7 +530,8 @@ class Neo4jPassageStore:
     async def _screen_for(self, matrix: LabelMatrix) -> IVFIndex | ProjectedIndex:
         """The approximate index over ``matrix``: built on first use, rebuilt when the row count moved by
         more than a fifth since the build, otherwise carried over from the last matrix (the projection
-        re-projects the reloaded rows; IVF follows them by id, see :func:`_remap`).
+        copies the columns of the rows a refresh kept and projects the others, or re-projects a
+        reloaded matrix; IVF follows the rows by id, see :func:`_remap`).
 
         Built in a worker thread (up to seconds at 100k chunks), one search at a time, so the event
         loop keeps serving and concurrent searches do not build it twice.
@@ -550,8 +554,8 @@ class Neo4jPassageStore:
             elif isinstance(held.index, IVFIndex):
                 moved = await asyncio.to_thread(_remap, held.index, held.matrix, matrix)
                 self._screen = _Screen(matrix, moved, held.built_rows)
-            elif matrix.source is not None and matrix.refreshed_from == held.matrix.serial:  # a refresh of it
-                projected = await asyncio.to_thread(held.index.followed, matrix.matrix, matrix.source)
+            elif (source := matrix.origins.get(held.matrix.serial)) is not None:  # refreshed from it
+                projected = await asyncio.to_thread(held.index.followed, matrix.matrix, source)
                 self._screen = _Screen(matrix, projected, held.built_rows)
             else:
                 projected = await asyncio.to_thread(held.index.moved, matrix.matrix)

@@ -156,6 +156,22 @@ async def test_own_writes_refresh_the_matrix_by_their_ids(neo4j_config: dict[str
         assert loads == ["Probe", "Probe"] and grown.ids.tolist()[:-2] == last.ids.tolist()
         assert same_rows(grown, await AnchorScorer(store.read, ns)._load("Probe", grown.version))
         assert grown.positions() == {str(i): n for n, i in enumerate(grown.ids.tolist())}
+        # appended into the room behind the rows: the earlier matrix shares them and is unchanged
+        rows_before = grown.matrix.copy()
+        await store.upsert(nodes(["tail3"]), [])
+        longer = (await scorer.matrices(["Probe"]))["Probe"]
+        assert np.shares_memory(longer.matrix, grown.matrix) and np.array_equal(grown.matrix, rows_before)
+        assert same_rows(longer, await AnchorScorer(store.read, ns)._load("Probe", longer.version))
+
+        # deleted then added: the store reuses deleted nodes' slots, the refresh keeps its own order
+        assert await store.delete([f"p{i}" for i in range(10, 60)]) == 50
+        await store.upsert(nodes([f"late{i}" for i in range(30)]), [])
+        reused = (await scorer.matrices(["Probe"]))["Probe"]
+        assert loads == ["Probe", "Probe"]
+        kept = [i for i in longer.ids.tolist() if i not in {f"p{n}" for n in range(10, 60)}]
+        assert reused.ids.tolist()[:-30] == kept and set(reused.ids.tolist()[-30:]) == {f"late{i}" for i in range(30)}
+        assert same_rows(reused, await AnchorScorer(store.read, ns)._load("Probe", reused.version))
+
     finally:
         await store.clear()
         await store.aclose()

@@ -148,9 +148,18 @@ async def test_own_writes_refresh_the_matrix_and_the_screen_follows(writers: Wri
     await writer.write([doc_b], chunks_b, [])
     got = await store.vector_search(probe, 3, candidates=CANDIDATES)
     assert got[0].chunk_id == "chk_b_00000" and got[0].score == pytest.approx(1.0)
+    before, screen = scorer._labels["Chunk"], store._screen
+    rows_before = before.matrix.copy()
     doc_c, chunks_c = _doc("c", base[:200] + 0.01)  # added, then deleted below
     await writer.write([doc_c], chunks_c, [])
     assert (await store.vector_search(base[7] + 0.01, 1, candidates=CANDIDATES))[0].chunk_id == "chk_c_00007"
+    after = scorer._labels["Chunk"]
+    # appended into the room behind the rows (kag.graph.spare): nothing copied, the older matrix unchanged
+    assert np.shares_memory(after.matrix, before.matrix) and np.array_equal(before.matrix, rows_before)
+    assert np.array_equal(after.matrix[N + 1 :], base[:200] + 0.01)
+    if mode == "pca":
+        assert screen is not None and store._screen is not None
+        assert np.shares_memory(store._screen.index.columns, screen.index.columns)  # type: ignore[union-attr]
     # b rewritten (its row re-embedded, one more) and c deleted: the kept rows are gathered by id
     doc_b, chunks_b = _doc("b", np.vstack([-probe, base[5]]))
     await writer.write([doc_b], chunks_b, [])
@@ -160,7 +169,7 @@ async def test_own_writes_refresh_the_matrix_and_the_screen_follows(writers: Wri
     held = store._screen
     assert held is not None
     assert loads == []  # every change came from this store: refreshed by ids, never loaded whole
-    assert held.matrix.refreshed_from is not None and held.matrix.ids.shape == (N + 2,)
+    assert held.matrix.origins and held.matrix.ids.shape == (N + 2,)
     assert held.built_rows == N  # carried over, not rebuilt
     if mode == "pca":  # the screen followed the refresh column by column
         assert isinstance(held.index, ProjectedIndex) and held.index.columns.shape == (PCA_DIMS, N + 2)
@@ -169,6 +178,45 @@ async def test_own_writes_refresh_the_matrix_and_the_screen_follows(writers: Wri
     assert top[0].chunk_id == "chk_b_00000" and top[0].score == pytest.approx(1.0)
     queries = base[rng.choice(N, 20, replace=False)] + 0.3 * rng.standard_normal((20, DIMS)).astype(np.float32)
     assert await _recall(store, queries) >= 0.95
+
+
+async def test_the_screen_follows_refreshes_made_by_exact_searches_in_between(
+    stores: tuple[Neo4jPassageStore, Neo4jPassageStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writer = stores[0]
+    store = Neo4jPassageStore(writer.graph_store, approximate="pca")  # type: ignore[arg-type]
+    rng, base, _ = await _seeded(writer, 9)
+    await store.vector_search(base[0], 3, candidates=CANDIDATES)  # the screen is built over this matrix
+    built = store._screen
+    assert built is not None
+
+    def reprojected(*_: object) -> ProjectedIndex:
+        raise AssertionError("the screen was re-projected whole instead of followed")
+
+    monkeypatch.setattr(ProjectedIndex, "moved", reprojected)
+    follows: list[int] = []
+    follow = ProjectedIndex.followed
+
+    def counted(index: ProjectedIndex, matrix: np.ndarray, source: np.ndarray) -> ProjectedIndex:
+        follows.append(matrix.shape[0])
+        return follow(index, matrix, source)
+
+    monkeypatch.setattr(ProjectedIndex, "followed", counted)
+    extra = _clustered(rng, 6)
+    for n in range(3):  # each write refreshed by an exact search, which leaves the screen behind
+        doc, chunks = _doc(f"x{n}", extra[2 * n : 2 * n + 2])
+        await writer.write([doc], chunks, [])
+        assert (await store.vector_search(extra[2 * n], 1))[0].chunk_id == f"chk_x{n}_00000"
+    await writer.delete_documents(["doc_x0"])  # and a deletion: the kept rows move up
+    top = await store.vector_search(extra[5], 1, candidates=CANDIDATES)  # four refreshes behind the screen
+    assert follows == [N + 4]  # once, onto the refreshed matrix (the stale one is not screened first)
+    assert top[0].chunk_id == "chk_x2_00001" and top[0].score == pytest.approx(1.0)
+    held = store._screen
+    assert held is not None and held.built_rows == N and held.matrix.ids.shape == (N + 4,)
+    assert isinstance(held.index, ProjectedIndex) and isinstance(built.index, ProjectedIndex)
+    assert held.index.directions is built.index.directions  # the same projection, carried over
+    assert np.allclose(held.index.columns, held.index.project(held.matrix.matrix), atol=1e-5)
+    assert all(r.chunk_id != "chk_x0_00000" for r in await store.vector_search(extra[0], 3, candidates=CANDIDATES))
 
 
 async def test_growth_by_more_than_a_fifth_rebuilds(writers: Writers) -> None:
