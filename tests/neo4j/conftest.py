@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from kag.graph.neo4j import Neo4jGraphStore
+from kag.graph.neo4j_anchor import AnchorScorer, LabelMatrix
 from kag.graph.passages_neo4j import Neo4jPassageStore
 
 DIMS = 384  # the chunk index of the shared test server is built for the default embedder
@@ -44,3 +45,16 @@ async def stores(neo4j_config: dict[str, str]) -> AsyncIterator[tuple[Neo4jPassa
         await one.clear()
         await one.graph_store.aclose()
         await two.graph_store.aclose()
+
+
+def count_loads(scorer: AnchorScorer) -> list[str]:
+    """The labels ``scorer`` loads whole from now on, in order (a refresh is not a load)."""
+    loads: list[str] = []
+    full_load = scorer._load
+
+    async def counted(label: str, *args: object) -> LabelMatrix:
+        loads.append(label)
+        return await full_load(label, *args)  # type: ignore[arg-type]
+
+    scorer._load = counted  # type: ignore[method-assign]
+    return loads

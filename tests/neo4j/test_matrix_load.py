@@ -13,7 +13,7 @@ from kag.graph.base import NodeRecord
 from kag.graph.neo4j import ENTITY, Neo4jGraphStore
 from kag.graph.neo4j_anchor import LOAD_BATCH, AnchorScorer, LabelMatrix, _vector_batch
 from kag.query.cypher import quote
-from tests.neo4j.conftest import fresh_namespace
+from tests.neo4j.conftest import count_loads, fresh_namespace
 
 pytestmark = pytest.mark.neo4j
 
@@ -116,14 +116,7 @@ async def test_own_writes_refresh_the_matrix_by_their_ids(neo4j_config: dict[str
 
         await store.upsert(nodes([f"p{i}" for i in range(300)]), [])
         scorer = store.anchor_scorer
-        loads: list[str] = []
-        full_load = scorer._load
-
-        async def counted(label: str, *args: object) -> LabelMatrix:
-            loads.append(label)
-            return await full_load(label, *args)  # type: ignore[arg-type]
-
-        scorer._load = counted  # type: ignore[method-assign]
+        loads = count_loads(scorer)
         first = (await scorer.matrices(["Probe"]))["Probe"]
         assert loads == ["Probe"] and first.ids.shape == (300,)
 

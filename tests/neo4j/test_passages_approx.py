@@ -17,7 +17,7 @@ from kag.graph.neo4j import Neo4jGraphStore
 from kag.graph.neo4j_anchor import LabelMatrix
 from kag.graph.passages import ChunkRecord, DocumentRecord
 from kag.graph.passages_neo4j import PCA_DIMS, Neo4jPassageStore, _remap
-from tests.neo4j.conftest import DIMS, fresh_namespace, passage_store
+from tests.neo4j.conftest import DIMS, count_loads, fresh_namespace, passage_store
 
 pytestmark = pytest.mark.neo4j
 N = 3000
@@ -136,14 +136,7 @@ async def test_own_writes_refresh_the_matrix_and_the_screen_follows(writers: Wri
     probe = rng.standard_normal(DIMS).astype(np.float32)
     await store.vector_search(probe, 3, candidates=CANDIDATES)
     scorer = writer.graph_store.anchor_scorer
-    loads: list[str] = []
-    full_load = scorer._load
-
-    async def counted(label: str, *args: object) -> LabelMatrix:
-        loads.append(label)
-        return await full_load(label, *args)  # type: ignore[arg-type]
-
-    scorer._load = counted  # type: ignore[method-assign]
+    loads = count_loads(scorer)
     doc_b, chunks_b = _doc("b", probe.reshape(1, -1))  # added
     await writer.write([doc_b], chunks_b, [])
     got = await store.vector_search(probe, 3, candidates=CANDIDATES)
