@@ -232,24 +232,19 @@ async def run(
             )
         )
     after = await _after_writes(knowledge, store, vectors, candidates[0])
-    report.add(
-        Result(
-            "passages",
-            "first exact search after Knowledge.add of one document",
-            float(np.median(after["exact"])),
-            "ms",
-            note=f"{_spread(after['exact'])} ms over {len(after['exact'])} adds; the chunk matrix is refreshed",
+    for mode, what, how in (
+        ("exact", "exact", "the chunk matrix is refreshed"),
+        ("pca", f"candidates={candidates[0]}", "the projected screen follows the refresh"),
+    ):
+        report.add(
+            Result(
+                "passages",
+                f"first {what} search after Knowledge.add of one document",
+                float(np.median(after[mode])),
+                "ms",
+                note=f"{_spread(after[mode])} ms over {len(after[mode])} adds; {how}",
+            )
         )
-    )
-    report.add(
-        Result(
-            "passages",
-            f"first candidates={candidates[0]} search after Knowledge.add of one document",
-            float(np.median(after["pca"])),
-            "ms",
-            note=f"{_spread(after['pca'])} ms over {len(after['pca'])} adds; the projected screen follows the refresh",
-        )
-    )
     report.notes.append(
         f"{ingest}; {n_queries} queries, calls alternating"
         + ("" if peer is not None else "; neo4j-graphrag not installed: no peer")

@@ -26,9 +26,13 @@ class Spare:
     used: int
     axis: int = 0
 
-    def nbytes(self) -> int:
-        """Bytes of the whole buffer, spare room included."""
-        return int(self.buffer.nbytes)
+    @classmethod
+    def fresh(cls, like: np.ndarray, n: int, axis: int) -> Spare:
+        """A new buffer shaped like ``like`` with room for ``n`` entries along ``axis`` and some to spare,
+        ``n`` of them claimed."""
+        shape = list(like.shape)
+        shape[axis] = n + max(n // HEADROOM, MIN_SPARE)
+        return cls(np.empty(shape, dtype=like.dtype), n, axis)
 
 
 def grown(base: np.ndarray, spare: Spare | None, keep: int, n: int, axis: int = 0) -> tuple[np.ndarray, Spare]:
@@ -44,9 +48,7 @@ def grown(base: np.ndarray, spare: Spare | None, keep: int, n: int, axis: int = 
     if spare is not None and spare.axis == axis and spare.used == held == keep and n <= spare.buffer.shape[axis]:
         spare.used = n  # claimed: a second array grown from ``base`` gets a buffer of its own
         return _prefix(spare.buffer, n, axis), spare
-    shape = list(base.shape)
-    shape[axis] = n + max(n // HEADROOM, MIN_SPARE)
-    fresh = Spare(np.empty(shape, dtype=base.dtype), n, axis)
+    fresh = Spare.fresh(base, n, axis)
     _prefix(fresh.buffer, keep, axis)[...] = _prefix(base, keep, axis)
     return _prefix(fresh.buffer, n, axis), fresh
 
@@ -61,9 +63,7 @@ def gathered(base: np.ndarray, rows: np.ndarray, n: int | None = None, axis: int
     """An array of ``n`` entries (default ``len(rows)``) along ``axis`` that starts with
     ``np.take(base, rows, axis)`` (the rest unset), in a new buffer with room to spare, and the buffer."""
     n = rows.shape[0] if n is None else n
-    shape = list(base.shape)
-    shape[axis] = n + max(n // HEADROOM, MIN_SPARE)
-    fresh = Spare(np.empty(shape, dtype=base.dtype), n, axis)
+    fresh = Spare.fresh(base, n, axis)
     out = _prefix(fresh.buffer, rows.shape[0], axis)
     if axis == 0:  # a leading block of a C-ordered buffer is contiguous: take writes into it directly
         np.take(base, rows, axis=0, out=out)
