@@ -17,7 +17,7 @@ import neo4j
 import pytest
 
 import kag
-from kag.errors import StoreFormatError
+from kag.errors import ConfigError, StoreFormatError
 from kag.examples.seed import ENTITY_MODELS, RELATION_MODELS, City, Country, IsCityOf
 from kag.graph.base import NodeRecord, RelationRecord
 from kag.graph.neo4j import Neo4jGraphStore
@@ -128,3 +128,23 @@ async def test_a_large_upsert_is_written_in_resumable_batches(neo4j_kb_factory: 
     await store.upsert(nodes, [good])  # re-running resumes: nothing is duplicated
     counts = await store.counts()
     assert counts["nodes"] == 5 and counts["relations"] == 1
+
+
+@pytest.mark.neo4j
+async def test_a_large_upsert_writes_relations_in_batches_of_relation_batch_size(
+    neo4j_kb_factory: Callable[..., Any],
+) -> None:
+    kb: kag.KnowledgeBase = await neo4j_kb_factory(entity_models=ENTITY_MODELS, relation_models=RELATION_MODELS)
+    store = kb.store
+    assert isinstance(store, Neo4jGraphStore) and store.relation_batch_size == 5000  # the default
+    store.atomic_rows, store.relation_batch_size = 2, 1  # each relation its own transaction
+    vector = (await kb.embed(["a town"]))[0]
+    nodes = [NodeRecord(f"e_burg{i}", "City", {"name": f"Burg {i}"}, vector) for i in range(2)]
+    good = RelationRecord("r_good", "IsCityOf", "e_burg0", "e_burg1", {})
+    bad = RelationRecord("r_bad", "IsCityOf", "e_burg0", "e_nowhere", {})
+    with pytest.raises(StoreFormatError, match="e_nowhere"):
+        await store.upsert(nodes, [good, bad])
+    # the good relation's batch committed before the bad one failed
+    assert sorted(await store.get_relations(["r_good", "r_bad"])) == ["r_good"]
+    with pytest.raises(ConfigError, match="relation_batch_size"):
+        Neo4jGraphStore("bolt://127.0.0.1:1", relation_batch_size=0)
