@@ -224,7 +224,7 @@ def _ratio_row(what: str, n: int, kag_s: float, base_s: float, base_name: str, g
     )
 
 
-async def run(settings: dict[str, str], step: int = 17, rounds: int = 2) -> Report:
+async def run(settings: dict[str, str], step: int = 17, rounds: int = 3) -> Report:
     """Run every phase and return the report."""
     data = world.subset(world.load(), step)
     items: list[Any] = [*data.continents.values(), *data.countries.values(), *data.cities]
@@ -387,7 +387,7 @@ def main() -> None:
     """Command line entry point."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--step", type=int, default=17, help="use every N-th GeoNames city (default 17)")
-    parser.add_argument("--rounds", type=int, default=2, help="alternating kag/peer rounds, best kept (default 2)")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating kag/peer rounds, best kept (default 3)")
     args = parser.parse_args()
     settings = neo4j_settings()
     if settings is None:

@@ -10,8 +10,11 @@ sources on this machine (the standard library, then the installed packages, in p
 pieces such as license headers once), embedded with the default embedder; the queries are 300 further
 pieces of the same sources, not indexed. ``--corpus synthetic`` uses random 12-word
 sentences over a 2,000-word vocabulary instead: nearly isotropic embeddings, the worst case for an IVF
-index. Calls alternate per query (kag exact, kag with each mode and each ``candidates``, the peer),
-so every side sees the same server load. Recall@5 is against kag's exact search (identical to a full
+index. Each kag setting (exact, then each mode with each ``candidates``) gets one pass over the queries,
+its calls alternating with the peer's, so each ratio compares two sides under the same server load
+(before, one pass alternated all eight: every call then followed a different kind of search, such as
+a 150 MB exact scan or an HNSW query, which cost the approximate modes 1-2 ms). Recall@5 is against
+kag's exact search (identical to a full
 Cypher scan: tests/neo4j/test_passages_scale.py). The exact search's first call loads the chunk matrix
 and is reported apart (``first call``), as is the first call of each matrix mode, which builds its
 index; p50/p95 are over the later calls.
@@ -154,30 +157,31 @@ async def run(
         await side.vector_search(vectors[0], 5, candidates=candidates[0])
         build_s[mode] = time.perf_counter() - t0
     peer = _peer(settings)
-    times: dict[str, list[float]] = {"exact": []}
-    hits: dict[str, int] = {}
     sides = [
         (f"{mode}{n}", side, n) for mode, side in (("pca", store), ("ivf", ivf), ("hnsw", hnsw)) for n in candidates
     ]
-    for name, _, _ in sides:
-        times[name], hits[name] = [], 0
-    if peer is not None:
-        times["peer"], hits["peer"] = [], 0
-    for vec in vectors:
-        t0 = time.perf_counter()
-        rows = await store.vector_search(vec, 5)
-        times["exact"].append(time.perf_counter() - t0)
-        top = {r.chunk_id for r in rows}
-        for name, side, n in sides:
+    times: dict[str, list[float]] = {"exact": []}
+    hits: dict[str, int] = {}
+    peer_times: dict[str, list[float]] = {}  # the peer's calls in each pass
+    truth: list[set[str]] = []  # kag's exact top 5 per query: the recall reference
+    # one pass per kag setting, alternating with the peer query by query: each ratio is side by side
+    for name, side, n in [("exact", store, None), *sides]:
+        times[name], hits[name], peer_times[name] = [], 0, []
+        for i, vec in enumerate(vectors):
             t0 = time.perf_counter()
             rows = await side.vector_search(vec, 5, candidates=n)
             times[name].append(time.perf_counter() - t0)
-            hits[name] += len({r.chunk_id for r in rows} & top)
-        if peer is not None:
-            t0 = time.perf_counter()
-            found = peer[1].get_search_results(query_vector=[float(x) for x in vec], top_k=5)
-            times["peer"].append(time.perf_counter() - t0)
-            hits["peer"] += len({rec["node"]["id"] for rec in found.records} & top)
+            found_ids = {r.chunk_id for r in rows}
+            if name == "exact":
+                truth.append(found_ids)
+            hits[name] += len(found_ids & truth[i])
+            if peer is not None:
+                t0 = time.perf_counter()
+                found = peer[1].get_search_results(query_vector=[float(x) for x in vec], top_k=5)
+                peer_times[name].append(time.perf_counter() - t0)
+                if name == "exact":
+                    hits.setdefault("peer", 0)
+                    hits["peer"] += len({rec["node"]["id"] for rec in found.records} & truth[i])
     p50, p95 = percentiles(times["exact"])
     report.add(
         Result(
@@ -190,16 +194,18 @@ async def run(
             note=f"recall@5 1.000, p95 {p95:.1f} ms; first call {first_s * 1000:.0f} ms loads the chunk matrix",
         )
     )
-    peer_p50 = None
     if peer is not None:
-        peer_p50, peer_p95 = percentiles(times["peer"])
+        pooled = [t for part in peer_times.values() for t in part]
+        peer_p50, peer_p95 = percentiles(pooled)
+        passes = [percentiles(part)[0] for part in peer_times.values()]
         report.add(
             Result(
                 "passages",
-                "neo4j-graphrag VectorRetriever p50 (same HNSW index)",
+                "neo4j-graphrag VectorRetriever p50 (same HNSW index), all passes",
                 peer_p50,
                 "ms",
-                note=f"recall@5 {hits['peer'] / (5 * len(vectors)):.3f}, p95 {peer_p95:.1f} ms",
+                note=f"recall@5 {hits['peer'] / (5 * len(vectors)):.3f}, p95 {peer_p95:.1f} ms; "
+                f"p50 per pass {min(passes):.2f}-{max(passes):.2f} ms",
             )
         )
         peer[0].close()
@@ -216,15 +222,16 @@ async def run(
         note = f"recall@5 {recall:.3f}, p95 {p95a:.1f} ms"
         if mode in build_s and n == candidates[0]:
             note += f"; first call {build_s[mode] * 1000:.0f} ms builds the index"
+        side_p50 = percentiles(peer_times[name])[0] if peer is not None else None  # the peer in this pass
         report.add(
             Result(
                 "passages",
                 f"candidates={n} p50, {labels[mode]}",
                 p50a,
                 "ms",
-                baseline=peer_p50,
-                baseline_name="VectorRetriever" if peer_p50 is not None else "",
-                ratio=(peer_p50 / p50a) if peer_p50 is not None else None,
+                baseline=side_p50,
+                baseline_name="VectorRetriever, same pass" if side_p50 is not None else "",
+                ratio=(side_p50 / p50a) if side_p50 is not None else None,
                 # the goal is the default mode at the first (recommended) setting; the others show the trade
                 goal=f"recall@5 >= {RECALL_GOAL}, p50 <= {APPROX_GOAL_MS:.0f} ms" if goal_row else "",
                 met=(recall >= RECALL_GOAL and p50a <= APPROX_GOAL_MS) if goal_row else None,
@@ -246,7 +253,7 @@ async def run(
             )
         )
     report.notes.append(
-        f"{ingest}; {n_queries} queries, calls alternating"
+        f"{ingest}; {n_queries} queries, one pass per kag setting, its calls alternating with the peer's"
         + ("" if peer is not None else "; neo4j-graphrag not installed: no peer")
     )
     await knowledge.aclose()
