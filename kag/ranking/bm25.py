@@ -12,8 +12,9 @@ Two IDF formulas:
 
 A repeated query term counts once per occurrence in both.
 
-Postings are kept in CSR form (term -> document rows, term frequencies) and a
-query is scored by gathering its terms' postings and summing contributions with
+Postings are kept in CSR form (term -> document rows, and each posting's whole
+contribution ``idf * tf * (k1 + 1) / (tf + norm)``, computed once per rebuild), and a
+query is scored by gathering its terms' postings and summing them with one
 ``np.bincount``; there is no Python loop over documents.
 """
 
@@ -30,6 +31,7 @@ from kag.ranking.select import kth_largest
 from kag.text import words
 from kag.validation import check_k
 
+_SORT_ALL = 64  # up to this many matches one sort of them all is faster than a cut first
 Tokenizer = Callable[[str], list[str]]
 IDF = Literal["lucene", "okapi"]
 
@@ -65,9 +67,9 @@ class BM25Index:
         self._dirty = True
         self._ids: list[str] = []
         self._id_rank = np.zeros(0, dtype=np.int64)
-        self._indptr = np.zeros(1, dtype=np.int64)
+        self._bounds: list[int] = [0]  # CSR offsets as Python ints: slicing with them skips numpy scalars
         self._rows = np.zeros(0, dtype=np.int64)
-        self._tfs = np.zeros(0, dtype=np.float64)
+        self._weights = np.zeros(0, dtype=np.float64)
         self._doc_len = np.zeros(0, dtype=np.float64)
         self._idf = np.zeros(0, dtype=np.float64)
         self._average_idf = 0.0
@@ -132,9 +134,9 @@ class BM25Index:
         n_docs = len(self._ids)
         n_terms = len(self._vocab)
         if n_docs == 0:
-            self._indptr = np.zeros(n_terms + 1, dtype=np.int64)
+            self._bounds = [0] * (n_terms + 1)
             self._rows = np.zeros(0, dtype=np.int64)
-            self._tfs = np.zeros(0, dtype=np.float64)
+            self._weights = np.zeros(0, dtype=np.float64)
             self._doc_len = np.zeros(0, dtype=np.float64)
             self._idf = np.zeros(n_terms, dtype=np.float64)
             self._id_rank = np.zeros(0, dtype=np.int64)
@@ -146,9 +148,9 @@ class BM25Index:
         rows = np.repeat(np.arange(n_docs, dtype=np.int64), [len(e[0]) for e in entries])
         order = np.argsort(terms, kind="stable")
         self._rows = rows[order]
-        self._tfs = tfs[order]
+        sorted_tfs = tfs[order]
         df = np.bincount(terms, minlength=n_terms)
-        self._indptr = np.concatenate([[0], np.cumsum(df)]).astype(np.int64)
+        self._bounds = [0, *np.cumsum(df).tolist()]
         self._doc_len = np.array([e[2] for e in entries], dtype=np.float64)
         self._avgdl = float(self._doc_len.mean())
         present = df > 0
@@ -161,8 +163,11 @@ class BM25Index:
             self._average_idf = float(idf[present].mean()) if present.any() else 0.0
             idf[present & (idf < 0)] = self.epsilon * self._average_idf
         self._idf = idf
-        # per-document length normalisation, computed once instead of per query
-        self._norm = self.k1 * (1 - self.b + self.b * self._doc_len / self._avgdl)
+        # every posting's contribution, computed once instead of per query: a query then costs one
+        # gather and one bincount (measured 18 -> 11 us on 1.3k chunks; the same floats, summed in the same order)
+        norm = self.k1 * (1 - self.b + self.b * self._doc_len / self._avgdl)
+        term_of = np.repeat(np.arange(n_terms, dtype=np.int64), df)
+        self._weights = idf[term_of] * (sorted_tfs * (self.k1 + 1) / (sorted_tfs + norm[self._rows]))
         # with positive idfs every matching document scores > 0, so no separate match mask is needed
         self._positive = bool((idf[present] > 0).all())
         # rank of each row's id in sorted order, for deterministic tie-breaking
@@ -170,34 +175,31 @@ class BM25Index:
         self._id_rank[np.argsort(np.array(self._ids, dtype=object), kind="stable")] = np.arange(n_docs)
         self._dirty = False
 
-    def _row_scores(self, query: str) -> tuple[np.ndarray, np.ndarray]:
-        """Scores of every row and a mask of rows sharing at least one query term."""
+    def _matches(self, query: str) -> tuple[np.ndarray, np.ndarray]:
+        """The rows sharing at least one query term (ascending) and their scores."""
         if self._dirty:
             self._rebuild()
         n_docs = len(self._ids)
-        scores = np.zeros(n_docs, dtype=np.float64)
-        matched = np.zeros(n_docs, dtype=bool)
         term_ids = [self._vocab[t] for t in self.tokenizer(query) if t in self._vocab]
-        if not term_ids or n_docs == 0:
-            return scores, matched
-        for term in term_ids:  # a loop over query terms only; documents are vectorized
-            lo, hi = self._indptr[term], self._indptr[term + 1]
-            if lo == hi:
-                continue
-            rows = self._rows[lo:hi]
-            tf = self._tfs[lo:hi]
-            contrib = self._idf[term] * (tf * (self.k1 + 1) / (tf + self._norm[rows]))
-            scores += np.bincount(rows, weights=contrib, minlength=n_docs)
-            if not self._positive:
-                matched[rows] = True
-        if self._positive:
-            matched = scores > 0
-        return scores, matched
+        bounds = self._bounds
+        spans = [(bounds[t], bounds[t + 1]) for t in term_ids]  # a loop over query terms only
+        if not spans or n_docs == 0:
+            return self._rows[:0], self._weights[:0]
+        if len(spans) == 1:  # one term: its postings are the matches, rows already ascending and distinct
+            lo, hi = spans[0]
+            return self._rows[lo:hi], self._weights[lo:hi]
+        # in query order, so each row sums its terms in the order a per-term loop would
+        rows = np.concatenate([self._rows[lo:hi] for lo, hi in spans])
+        scores = np.bincount(rows, weights=np.concatenate([self._weights[lo:hi] for lo, hi in spans]), minlength=n_docs)
+        # with positive idfs every matching row scores > 0; else count the postings
+        # (nonzero of a bool mask: 3x faster than of the float array itself)
+        matched = ((scores if self._positive else np.bincount(rows, minlength=n_docs)) > 0).nonzero()[0]
+        return matched, scores[matched]
 
     def scores(self, query: str) -> dict[str, float]:
         """BM25 score of every document that shares a term with ``query``."""
-        scores, matched = self._row_scores(query)
-        return {self._ids[i]: float(scores[i]) for i in np.flatnonzero(matched)}
+        rows, scores = self._matches(query)
+        return dict(zip([self._ids[i] for i in rows.tolist()], scores.tolist(), strict=True))
 
     def search(self, query: str, k: int = 10) -> list[tuple[str, float]]:
         """Top ``k`` ``(id, score)`` among documents sharing a term with ``query``.
@@ -205,14 +207,12 @@ class BM25Index:
         Sorted by score descending, ties broken by id ascending.
         """
         check_k(k, minimum=0)
-        scores, matched = self._row_scores(query)
-        candidates = np.flatnonzero(matched)
-        if k == 0 or candidates.size == 0:
+        rows, scores = self._matches(query)
+        if k == 0 or rows.size == 0:
             return []
-        if candidates.size > k:  # keep the k best and everything tied with the k-th, then sort those
-            top = scores[candidates]
-            kth = kth_largest(top, k)
-            candidates = candidates[top >= kth]
+        if rows.size > max(k, _SORT_ALL):  # keep the k best and all tied with the k-th, then sort those
+            keep = scores >= kth_largest(scores, k)
+            rows, scores = rows[keep], scores[keep]
         # lexsort: last key is primary -> score descending, then id ascending
-        order = np.lexsort((self._id_rank[candidates], -scores[candidates]))[:k]
-        return [(self._ids[i], float(scores[i])) for i in candidates[order]]
+        order = np.lexsort((self._id_rank[rows], -scores))[:k]
+        return list(zip([self._ids[i] for i in rows[order].tolist()], scores[order].tolist(), strict=True))

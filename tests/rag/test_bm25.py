@@ -88,6 +88,18 @@ def test_ties_are_broken_by_id_and_k_limits() -> None:
     assert BM25Index().search("anything", 3) == []
 
 
+def test_many_tied_matches_are_cut_to_k_by_id() -> None:
+    # more matches than one sort handles directly: the top-k cut must keep every tie with the k-th
+    ids = [f"d{i:03d}" for i in range(200)]
+    index = BM25Index()
+    index.add(ids[::-1], ["alpha beta"] * 150 + ["alpha"] * 50)  # d049..d000 hold "alpha" alone
+    hits = index.search("alpha beta", 10)
+    assert [i for i, _ in hits] == ids[50:60]
+    assert len({s for _, s in hits}) == 1
+    # the 50 shorter documents score higher on "alpha"; each group is in id order
+    assert [i for i, _ in index.search("alpha", 70)] == ids[:70]
+
+
 def test_custom_tokenizer_and_validation() -> None:
     index = BM25Index(tokenizer=lambda text: text.split("|"))
     index.add(["x", "y"], ["a b|c", "a|b c"])
@@ -111,6 +123,9 @@ def test_lucene_idf_gives_every_term_weight() -> None:
     okapi = BM25Index(idf="okapi")
     okapi.add(["a", "b"], ["Paris is the capital of France", "Berlin is the capital of Germany"])
     assert okapi.scores("France") == {"a": 0.0}
+    # two zero-weight terms: the documents holding either still match, with score 0
+    assert okapi.scores("France Germany") == {"a": 0.0, "b": 0.0}
+    assert [i for i, _ in okapi.search("France Germany", 5)] == ["a", "b"]
 
 
 def test_lucene_scores_follow_the_formula(topics: dict[str, str]) -> None:
