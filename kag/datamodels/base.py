@@ -282,7 +282,11 @@ class Relation(_Labelled):
     @classmethod
     def key_fields(cls) -> tuple[str, ...]:
         """Relation properties that take part in identity (besides label and endpoints)."""
-        return tuple(n for n, f in cls.model_fields.items() if KEY in f.metadata)
+        cached = cls.__dict__.get("_kag_key_fields")  # per class: read for every relation written
+        if cached is None:
+            cached = tuple(n for n, f in cls.model_fields.items() if KEY in f.metadata)
+            type.__setattr__(cls, "_kag_key_fields", cached)
+        return cached
 
     @classmethod
     def property_fields(cls) -> tuple[str, ...]:
@@ -347,12 +351,19 @@ def check_storable(model_obj: BaseModel) -> None:
     as ``Infinity`` and break every later search. Both backends refuse the same values here,
     before anything is written.
     """
-    for name in type(model_obj).model_fields:
-        if name in ("subj", "obj"):
-            continue  # endpoints are checked as entities of their own
+    for name in _own_fields(type(model_obj)):  # endpoints are checked as entities of their own
         value = getattr(model_obj, name)
         if not _plain(value):  # most fields: decided without building the field's path
             _walk(value, f"{type(model_obj).__name__}.{name}")
+
+
+def _own_fields(model: type[BaseModel]) -> tuple[str, ...]:
+    """The model's field names but the endpoints, cached on the class (``model_fields`` is slow to read)."""
+    cached: tuple[str, ...] | None = model.__dict__.get("_kag_own_fields")
+    if cached is None:
+        cached = tuple(n for n in model.model_fields if n not in ("subj", "obj"))
+        type.__setattr__(model, "_kag_own_fields", cached)
+    return cached
 
 
 def _plain(value: Any) -> bool:

@@ -31,6 +31,7 @@ from kag.query.plan import NodeSpec, QueryPlan, plan_similarity_search, plan_tri
 from kag.query.triplet import TripletChain, TripletSearch
 from kag.rag.embedders import Embedder, HashEmbedder, check_matrix
 from kag.ranking.linking import LinkSettings, NameIndex, as_float32, link, name_key, rank
+from kag.runtime import paused_gc
 from kag.validation import DEFAULT_NAMESPACE
 
 WRITE_LOG = 64  # writes remembered, so that name caches refresh what they wrote instead of reloading
@@ -153,6 +154,11 @@ class KnowledgeBase:
 
     def records(self, items: Iterable[Entity | Relation]) -> tuple[list[Entity], list[Relation]]:
         """Validate ``items`` against the schema; return entities (endpoints included) and relations."""
+        entities, relations = self._records(items)
+        return list(entities.values()), list(relations.values())
+
+    def _records(self, items: Iterable[Entity | Relation]) -> tuple[dict[str, Entity], dict[str, Relation]]:
+        """:meth:`records` by id (each id computed once)."""
         entities: dict[str, Entity] = {}
         relations: dict[str, Relation] = {}
         checked: set[int] = set()  # entity objects checked already (a city is the endpoint of many relations)
@@ -178,7 +184,7 @@ class KnowledgeBase:
                 entities[item.id] = item  # an explicit entity wins over a relation endpoint
             else:
                 raise InvalidInputError(f"upsert() takes Entity and Relation models, got {type(item).__name__}.")
-        return list(entities.values()), list(relations.values())
+        return entities, relations
 
     async def upsert(
         self,
@@ -197,21 +203,24 @@ class KnowledgeBase:
         once the last chunk it came from is deleted).
         """
         await self.ensure_ready()
-        entities, relations = self.records(items)  # type: ignore[arg-type]
-        vectors = await self.embed([e.search_text() for e in entities])
-        extra = await self._merged_sources(sources or {}, entities, relations)
+        with paused_gc():  # many small objects, no cycles: see paused_gc
+            entities, relations = self._records(items)  # type: ignore[arg-type]
+            texts = [e.search_text() for e in entities.values()]
+        vectors = await self.embed(texts)
+        extra = await self._merged_sources(sources or {}, list(entities.values()), list(relations.values()))
         # an item written without provenance was asserted directly: deleting documents never removes it
-        for item_id in (*(e.id for e in entities), *(r.id for r in relations)):
-            if item_id not in extra:
-                extra[item_id] = {DIRECT: True}
-        nodes = [
-            NodeRecord(e.id, e.label, flatten(e, include=_set_fields(e)) | extra.get(e.id, {}), vectors[i])
-            for i, e in enumerate(entities)
-        ]
-        rels = [
-            RelationRecord(r.id, r.label, r.subj.id, r.obj.id, flatten(r, include=_set_fields(r)) | extra.get(r.id, {}))
-            for r in relations
-        ]
+        direct = {DIRECT: True}
+        with paused_gc():
+            nodes = [
+                NodeRecord(i, e.label, flatten(e, include=_set_fields(e)) | extra.get(i, direct), vectors[n])
+                for n, (i, e) in enumerate(entities.items())
+            ]
+            rels = [
+                RelationRecord(
+                    i, r.label, r.subj.id, r.obj.id, flatten(r, include=_set_fields(r)) | extra.get(i, direct)
+                )
+                for i, r in relations.items()
+            ]
         try:
             await self.store.upsert(nodes, rels)
         finally:  # a failed large upsert may have written some batches: the caches refresh them too
@@ -522,9 +531,17 @@ class KnowledgeBase:
         return TripletHit(path[0], rels[0], obj, row.score, path, tuple(rels), ends)
 
 
+_ENDS = frozenset({"subj", "obj"})
+
+
 def _set_fields(model: Entity | Relation) -> set[str]:
-    keys = set(type(model).key_fields())
-    return (set(model.model_fields_set) | keys | {"label"}) - {"subj", "obj"}
+    """The fields a write stores: those set explicitly, the key fields and the label."""
+    cls = type(model)
+    always: frozenset[str] | None = cls.__dict__.get("_kag_always_set")  # per class: read for every row
+    if always is None:
+        always = frozenset({*cls.key_fields(), "label"}) - _ENDS
+        type.__setattr__(cls, "_kag_always_set", always)
+    return (model.model_fields_set - _ENDS) | always
 
 
 class KnowledgeBaseSync(SyncFacade[KnowledgeBase]):
