@@ -13,13 +13,16 @@ import math
 import re
 import types
 import typing
-from typing import Any, ClassVar, Literal, Self, get_args, get_origin
+from collections.abc import Callable
+from typing import Any, ClassVar, Literal, Self, TypeVar, get_args, get_origin
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 from pydantic.fields import FieldInfo
 
 from kag.errors import InvalidInputError, SchemaError
+
+_T = TypeVar("_T")
 
 IDENTIFIER = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
 # Names the stores use for their own bookkeeping; models may not declare them.
@@ -31,6 +34,19 @@ RESERVED_LABEL_PREFIX = "KagWrites_"
 RESERVED_LABELS = frozenset({"Document", "Chunk", "HAS_CHUNK", "NEXT", "MENTIONS", "KagEntity"})
 # the totals that counts() reports beside the per-label counts: a label of that name would merge with them
 COUNT_KEYS = frozenset({"nodes", "relations", "documents", "chunks", "mentions"})
+
+
+def per_class(cls: type, attr: str, make: Callable[[], _T]) -> _T:
+    """``make()`` computed once per model class and kept on it as ``attr`` (not inherited by subclasses).
+
+    For what every written row asks of its model: reading pydantic's ``model_fields`` per row cost
+    more than the rest of preparing it.
+    """
+    cached: _T | None = cls.__dict__.get(attr)
+    if cached is None:
+        cached = make()
+        type.__setattr__(cls, attr, cached)
+    return cached
 
 
 class _KeyMarker:
@@ -177,12 +193,7 @@ class Entity(_Labelled):
     @classmethod
     def key_fields(cls) -> tuple[str, ...]:
         """Names of the fields that identify an entity of this model."""
-        cached = cls.__dict__.get("_kag_key_fields")
-        if cached is not None:
-            return cached
-        keys = cls._compute_key_fields()
-        type.__setattr__(cls, "_kag_key_fields", keys)
-        return keys
+        return per_class(cls, "_kag_key_fields", cls._compute_key_fields)
 
     @classmethod
     def _compute_key_fields(cls) -> tuple[str, ...]:
@@ -282,11 +293,9 @@ class Relation(_Labelled):
     @classmethod
     def key_fields(cls) -> tuple[str, ...]:
         """Relation properties that take part in identity (besides label and endpoints)."""
-        cached = cls.__dict__.get("_kag_key_fields")  # per class: read for every relation written
-        if cached is None:
-            cached = tuple(n for n, f in cls.model_fields.items() if KEY in f.metadata)
-            type.__setattr__(cls, "_kag_key_fields", cached)
-        return cached
+        return per_class(
+            cls, "_kag_key_fields", lambda: tuple(n for n, f in cls.model_fields.items() if KEY in f.metadata)
+        )
 
     @classmethod
     def property_fields(cls) -> tuple[str, ...]:
@@ -358,12 +367,8 @@ def check_storable(model_obj: BaseModel) -> None:
 
 
 def _own_fields(model: type[BaseModel]) -> tuple[str, ...]:
-    """The model's field names but the endpoints, cached on the class (``model_fields`` is slow to read)."""
-    cached: tuple[str, ...] | None = model.__dict__.get("_kag_own_fields")
-    if cached is None:
-        cached = tuple(n for n in model.model_fields if n not in ("subj", "obj"))
-        type.__setattr__(model, "_kag_own_fields", cached)
-    return cached
+    """The model's field names but the endpoints."""
+    return per_class(model, "_kag_own_fields", lambda: tuple(n for n in model.model_fields if n not in ("subj", "obj")))
 
 
 def _plain(value: Any) -> bool:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from kag._sync import SyncFacade, blocking
-from kag.datamodels.base import Entity, Relation, check_storable
+from kag.datamodels.base import Entity, Relation, check_storable, per_class
 from kag.datamodels.schema import GraphSchema
 from kag.errors import ConfigError, CypherUnsupportedError, EmbeddingError, InvalidInputError, SchemaError
 from kag.graph import open_store
@@ -207,7 +207,7 @@ class KnowledgeBase:
             entities, relations = self._records(items)  # type: ignore[arg-type]
             texts = [e.search_text() for e in entities.values()]
         vectors = await self.embed(texts)
-        extra = await self._merged_sources(sources or {}, list(entities.values()), list(relations.values()))
+        extra = await self._merged_sources(sources or {}, entities.keys(), relations.keys())
         # an item written without provenance was asserted directly: deleting documents never removes it
         direct = {DIRECT: True}
         with paused_gc():
@@ -248,12 +248,12 @@ class KnowledgeBase:
         return frozenset(changed)
 
     async def _merged_sources(
-        self, sources: Mapping[str, Iterable[str]], entities: list[Entity], relations: list[Relation]
+        self, sources: Mapping[str, Iterable[str]], entity_ids: Iterable[str], relation_ids: Iterable[str]
     ) -> dict[str, dict[str, Any]]:
         if not sources:
             return {}
-        node_ids = [e.id for e in entities if e.id in sources]
-        rel_ids = [r.id for r in relations if r.id in sources]
+        node_ids = [i for i in entity_ids if i in sources]
+        rel_ids = [i for i in relation_ids if i in sources]
         stored: dict[str, Any] = {i: p.get(SOURCES) for i, p in (await self.store.get_nodes(node_ids)).items()}
         stored.update({i: v[2].get(SOURCES) for i, v in (await self.store.get_relations(rel_ids)).items()})
         return {
@@ -537,10 +537,7 @@ _ENDS = frozenset({"subj", "obj"})
 def _set_fields(model: Entity | Relation) -> set[str]:
     """The fields a write stores: those set explicitly, the key fields and the label."""
     cls = type(model)
-    always: frozenset[str] | None = cls.__dict__.get("_kag_always_set")  # per class: read for every row
-    if always is None:
-        always = frozenset({*cls.key_fields(), "label"}) - _ENDS
-        type.__setattr__(cls, "_kag_always_set", always)
+    always = per_class(cls, "_kag_always_set", lambda: frozenset({*cls.key_fields(), "label"}) - _ENDS)
     return (model.model_fields_set - _ENDS) | always
 
 

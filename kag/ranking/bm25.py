@@ -71,7 +71,6 @@ class BM25Index:
         self._rows = np.zeros(0, dtype=np.int64)
         self._weights = np.zeros(0, dtype=np.float64)
         self._doc_len = np.zeros(0, dtype=np.float64)
-        self._idf = np.zeros(0, dtype=np.float64)
         self._average_idf = 0.0
         self._avgdl = 0.0
 
@@ -138,7 +137,6 @@ class BM25Index:
             self._rows = np.zeros(0, dtype=np.int64)
             self._weights = np.zeros(0, dtype=np.float64)
             self._doc_len = np.zeros(0, dtype=np.float64)
-            self._idf = np.zeros(n_terms, dtype=np.float64)
             self._id_rank = np.zeros(0, dtype=np.int64)
             self._dirty = False
             return
@@ -162,7 +160,6 @@ class BM25Index:
             idf[present] = np.log(n_docs - df[present] + 0.5) - np.log(df[present] + 0.5)
             self._average_idf = float(idf[present].mean()) if present.any() else 0.0
             idf[present & (idf < 0)] = self.epsilon * self._average_idf
-        self._idf = idf
         # every posting's contribution, computed once instead of per query: a query then costs one
         # gather and one bincount (measured 18 -> 11 us on 1.3k chunks; the same floats, summed in the same order)
         norm = self.k1 * (1 - self.b + self.b * self._doc_len / self._avgdl)
