@@ -11,9 +11,9 @@
   managed write transaction: all of its rows or none (a failure rolls it back; a retry
   replays it whole, MERGE is idempotent). A larger upsert is written as resumable
   batches: each batch (``batch_size`` nodes, or ``relation_batch_size`` relations,
-  default 5000) is its own transaction, nodes before relations (node batches two at a
-  time, relation batches one after another, grouped by type, as ``bulk_upsert`` writes
-  them); after a failure the finished batches stay
+  default 5000) is its own transaction, as ``bulk_upsert`` writes them (node batches two
+  at a time, relation batches one after another beside them, each once its endpoints'
+  node batches have committed); after a failure the finished batches stay
   written and re-running the same upsert completes it (nothing is duplicated);
 * provenance (the ``kag_sources`` list property) is merged inside the transaction
   under the node's or relationship's write lock, so concurrent upserts of one item
@@ -553,17 +553,20 @@ class Neo4jGraphStore:
         relation_batch_size: int | None = None,
     ) -> None:
         """Merge a large load fast: node batches of ``batch_size`` rows (default: the store's) written
-        ``concurrency`` at a time, then relation batches of ``relation_batch_size`` rows (default: the
-        store's, 5000) one after another.
-        Every batch is one transaction, whatever ``atomic_rows`` says.
+        ``concurrency`` at a time and, beside them, relation batches of up to ``relation_batch_size``
+        rows (default: the store's, 5000) one after another, each as soon as the node batches holding
+        its endpoints have committed. Every batch is one transaction, whatever ``atomic_rows`` says.
 
-        Not atomic as a whole: after a failure the finished batches stay written and re-running
-        the same call completes it (MERGE is idempotent). Node batches run side by side because
-        the vector index is updated when each transaction commits, which is most of a node's
-        cost; relation batches do not, since relations in two transactions that share a node
-        deadlock on its relationship locks (measured: retried deadlocks made it 2x slower), and
-        are larger, since a relation is cheap and a transaction's fixed cost is not. For a first
-        load of an empty database, :mod:`kag.graph.neo4j_import` is faster still.
+        Not atomic as a whole: after a failure the finished batches stay written, the others are
+        cancelled, and re-running the same call completes it (MERGE is idempotent). Node batches
+        run side by side because the vector index is updated when each transaction commits, which
+        is most of a node's cost. Relation batches do not: relations in two transactions that share
+        a node deadlock on its relationship locks (measured: retried deadlocks made it 2x slower).
+        They are larger, since a relation is cheap and a transaction's fixed cost is not, and they
+        only touch committed nodes, so they never wait on a node batch's locks: the relations of the
+        first node batches are written while the later ones are (8.5k rows on 2 cores: best of 8
+        0.65 s against 0.71 s with every node batch first, the medians equal). For a first load of an empty database,
+        :mod:`kag.graph.neo4j_import` is faster still.
 
         Raises:
             StoreFormatError: a relation names an endpoint that is not stored (its batch writes nothing).
@@ -572,17 +575,20 @@ class Neo4jGraphStore:
             raise ConfigError("concurrency must be >= 1.")
         size = max(1, batch_size or self.batch_size)
         rel_size = max(1, relation_batch_size or self.relation_batch_size)
+        parts = [nodes[i : i + size] for i in range(0, len(nodes), size)]
+        plan = _RelationSchedule(parts, relations)
         gate = asyncio.Semaphore(concurrency)
 
-        async def write(part: Sequence[NodeRecord]) -> None:
+        async def write(k: int) -> None:
             async with gate:
-                await self._write(part, [], batch_size=size, atomic_rows=size)
+                await self._write(parts[k], [], batch_size=size, atomic_rows=size)
+            plan.done(k)
 
-        await asyncio.gather(*(write(nodes[i : i + size]) for i in range(0, len(nodes), size)))
-        # grouped by type: a batch is then one or two statements, not one per type it holds
-        ordered = sorted(relations, key=lambda r: r.label)
-        for i in range(0, len(ordered), rel_size):
-            await self._write([], ordered[i : i + rel_size], batch_size=rel_size, atomic_rows=rel_size)
+        async def relate() -> None:
+            while (ready := await plan.next(rel_size)) is not None:
+                await self._write([], ready, batch_size=rel_size, atomic_rows=rel_size)
+
+        await _first_failure([write(k) for k in range(len(parts))] + [relate()])
 
     async def delete(self, ids: Sequence[str]) -> int:
         """Delete nodes (with their relationships) and relationships by id, in one transaction."""
@@ -1036,3 +1042,61 @@ class _SyncResult:
 
     async def fetch(self, n: int) -> list[neo4j.Record]:
         return self._result.fetch(n)
+
+
+class _RelationSchedule:
+    """Hands out relation batches as soon as the node batches holding their endpoints have committed.
+
+    A relation's level is the last node batch of this call that holds one of its endpoints (-1 when
+    neither is in the call: they are stored already). Relations are written one batch at a time, so
+    relation transactions never lock each other's nodes, and a relation batch only touches nodes
+    whose batches have committed, so it never waits on a node batch's locks either.
+    """
+
+    def __init__(self, parts: Sequence[Sequence[NodeRecord]], relations: Sequence[RelationRecord]) -> None:
+        batch_of = {n.id: k for k, part in enumerate(parts) for n in part}
+        levels: dict[int, list[RelationRecord]] = defaultdict(list)
+        for r in relations:
+            levels[max(batch_of.get(r.start, -1), batch_of.get(r.end, -1))].append(r)
+        # grouped by type within a level: a batch is then one or two statements, not one per type
+        self._levels = {k: sorted(rows, key=lambda r: r.label) for k, rows in levels.items()}
+        self._order = sorted(self._levels)
+        self._committed = [False] * len(parts)
+        self._prefix = -1  # every node batch up to here has committed
+        self._changed = asyncio.Event()
+        self._pending: list[RelationRecord] = []
+
+    def done(self, k: int) -> None:
+        """Node batch ``k`` committed."""
+        self._committed[k] = True
+        while self._prefix + 1 < len(self._committed) and self._committed[self._prefix + 1]:
+            self._prefix += 1
+        self._changed.set()
+
+    async def next(self, size: int) -> list[RelationRecord] | None:
+        """Up to ``size`` relations whose endpoints are all written (waiting until some are); None
+        once every relation was handed out. Whatever is ready goes at once: while that batch is
+        written, later node batches commit and the next one fills up."""
+        while True:
+            while self._order and self._order[0] <= self._prefix:
+                self._pending.extend(self._levels.pop(self._order.pop(0)))
+            if self._pending:
+                batch, self._pending = self._pending[:size], self._pending[size:]
+                return batch
+            if not self._order:
+                return None
+            self._changed.clear()
+            await self._changed.wait()
+
+
+async def _first_failure(jobs: Sequence[Coroutine[Any, Any, None]]) -> None:
+    """Run ``jobs`` side by side and raise the first failure, as ``gather`` would, but cancel and
+    wait for the others first, so nothing keeps writing behind the caller's back."""
+    tasks = [asyncio.ensure_future(job) for job in jobs]
+    try:
+        for finished in asyncio.as_completed(tasks):
+            await finished
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

@@ -106,3 +106,39 @@ async def test_a_relation_batch_with_a_missing_endpoint_writes_none_of_its_rows(
     # re-run without the bad row: completes the load
     await store(neo).bulk_upsert(nodes, relations)
     assert (await neo.counts())["relations"] == len({r.id for r in relations})
+
+
+async def test_relations_are_written_beside_the_later_node_batches(neo4j_kb_factory: Callable[..., Any]) -> None:
+    neo = await neo4j_kb_factory(entity_models=ENTITY_MODELS, relation_models=RELATION_MODELS, linking=False)
+    nodes, relations = await records(neo, seed_facts())
+    events: list[tuple[str, str]] = []
+    write = store(neo)._write
+
+    async def traced(n: Any, r: Any, **kw: Any) -> None:
+        kind = "nodes" if n else "relations"
+        events.append(("start", kind))
+        await write(n, r, **kw)
+        events.append(("end", kind))
+
+    store(neo)._write = traced  # type: ignore[method-assign]
+    await store(neo).bulk_upsert(nodes, relations, batch_size=2, concurrency=1, relation_batch_size=4)
+    first_relations = events.index(("start", "relations"))
+    last_nodes = len(events) - 1 - events[::-1].index(("end", "nodes"))
+    assert first_relations < last_nodes  # not every node batch first
+    assert (await neo.counts())["relations"] == len({r.id for r in relations})
+
+
+async def test_a_failing_node_batch_stops_the_load_and_a_rerun_completes_it(
+    neo4j_kb_factory: Callable[..., Any],
+) -> None:
+    neo = await neo4j_kb_factory(entity_models=ENTITY_MODELS, relation_models=RELATION_MODELS, linking=False)
+    nodes, relations = await records(neo, seed_facts())
+    bad = [*nodes]
+    mid = bad[len(bad) // 2]  # the same node with a property the store refuses
+    bad[len(bad) // 2] = NodeRecord(mid.id, mid.label, {**mid.properties, "kag_ns": "x"}, mid.embedding)
+    with pytest.raises(StoreFormatError, match="reserved for the namespace"):
+        await store(neo).bulk_upsert(bad, relations, batch_size=3, concurrency=2, relation_batch_size=5)
+    # nothing hangs; relations waiting on the failed batch were not written, the re-run completes it
+    assert (await neo.counts())["relations"] < len({r.id for r in relations})
+    await store(neo).bulk_upsert(nodes, relations, batch_size=3, concurrency=2, relation_batch_size=5)
+    assert (await neo.counts())["relations"] == len({r.id for r in relations})
