@@ -8,7 +8,10 @@ Usage::
     .venv/bin/python -m benchmarks.kgqa.run --skip-e2e --thresholds 0.7,0.8,0.9
 
 ``--backend neo4j`` connects to ``NEO4J_URI`` with ``NEO4J_USER`` / ``NEO4J_PASSWORD``;
-``--clear`` empties that database first (never point it at a database you need).
+``--clear`` empties that database first (never point it at a database you need). A
+database that already holds a graph is refused without ``--clear``: the questions would
+be scored against it plus the benchmark's graph. ``--reuse`` runs on it as it is (after
+an earlier load of this benchmark, say).
 
 Three measurements, each reported by question type:
 
@@ -35,7 +38,7 @@ import platform
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -299,6 +302,18 @@ def _floats(text: str) -> list[float]:
     return [float(x) for x in text.split(",") if x.strip()]
 
 
+def refusal(counts: Mapping[str, int], uri: str) -> str | None:
+    """Why the benchmark must not load into a store that holds ``counts`` as it is (None: it is empty)."""
+    nodes, relations = counts.get("nodes", 0), counts.get("relations", 0)
+    if not nodes and not relations:
+        return None
+    return (
+        f"{uri} already holds {nodes} nodes and {relations} relations: the questions would be scored against "
+        "that graph plus the benchmark's. Pass --clear to empty it first (never on a database you need), or "
+        "--reuse to run on it as it is (after an earlier load of this benchmark)."
+    )
+
+
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     questions = load_questions(args.questions, args.limit, args.types.split(",") if args.types else TYPES)
     if args.backend == "neo4j":
@@ -315,6 +330,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             raise SystemExit(f"{kb.uri} cannot be cleared.")
         await kb.ensure_ready()
         await clear()
+    elif not args.reuse and (why := refusal(await kb.counts(), kb.uri)) is not None:
+        await kb.aclose()
+        raise SystemExit(why)
     await load_countries(kb)
     loaded = time.perf_counter() - t0
     counts = await kb.counts()
@@ -371,10 +389,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--e2e-threshold", type=float, default=0.7, help="the retriever's threshold (0.7)")
     p.add_argument("--skip-e2e", action="store_true", help="skip the LexicalLM end-to-end run")
     p.add_argument("--clear", action="store_true", help="empty the store before loading (neo4j)")
+    p.add_argument("--reuse", action="store_true", help="load into a store that already holds a graph (neo4j)")
     p.add_argument("--questions", type=Path, default=QUESTIONS)
     args = p.parse_args(argv)
     if args.limit is not None and args.limit < 1:
         p.error("--limit must be >= 1")
+    if args.clear and args.reuse:
+        p.error("give --clear or --reuse, not both")
     return args
 
 

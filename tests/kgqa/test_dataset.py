@@ -17,7 +17,7 @@ from benchmarks.kgqa import make_questions
 from benchmarks.kgqa.make_questions import TYPES, VARIANT_KINDS, fold
 from benchmarks.kgqa.proposed import EXTENSIONS, extensions_used, hops_of
 from benchmarks.kgqa.reference import Evaluator, Graph
-from benchmarks.kgqa.run import is_exact, load_questions, parse_args, summarize
+from benchmarks.kgqa.run import is_exact, load_questions, parse_args, refusal, summarize
 from kag.errors import InvalidInputError, SchemaError
 from kag.examples.countries import (
     ENTITY_MODELS,
@@ -274,6 +274,17 @@ def test_run_limit_takes_every_subtype(questions: list[dict[str, Any]]) -> None:
     assert variant_kinds == set(VARIANT_KINDS)
     with pytest.raises(SystemExit):
         parse_args(["--limit", "0"])
+
+
+async def test_a_store_holding_a_graph_is_refused_unless_cleared_or_reused() -> None:
+    kb = countries_knowledge_base("memory://")
+    assert refusal(await kb.counts(), kb.uri) is None  # empty: the run loads into it
+    await kb.upsert(countries_items()[:5])
+    why = refusal(await kb.counts(), "neo4j://db")
+    assert why is not None and "neo4j://db already holds" in why and "--clear" in why and "--reuse" in why
+    assert parse_args(["--backend", "neo4j", "--reuse"]).reuse
+    with pytest.raises(SystemExit):
+        parse_args(["--clear", "--reuse"])
 
 
 def test_summary_counts_not_expressible_apart(questions: list[dict[str, Any]]) -> None:
