@@ -10,10 +10,10 @@
   ``atomic_rows`` nodes + relations (default 5000), and every ``delete``, runs in ONE
   managed write transaction: all of its rows or none (a failure rolls it back; a retry
   replays it whole, MERGE is idempotent). A larger upsert is written as resumable
-  batches: each batch (``batch_size`` nodes, or ``relation_batch_size`` relations,
+  batches: each batch (``batch_size`` nodes, or up to ``relation_batch_size`` relations,
   default 5000) is its own transaction, as ``bulk_upsert`` writes them (node batches two
-  at a time, relation batches one after another beside them, each once its endpoints'
-  node batches have committed); after a failure the finished batches stay
+  at a time, relation batches one after another beside them, each once every node batch
+  up to the last holding one of its endpoints has committed); after a failure the finished batches stay
   written and re-running the same upsert completes it (nothing is duplicated);
 * provenance (the ``kag_sources`` list property) is merged inside the transaction
   under the node's or relationship's write lock, so concurrent upserts of one item
@@ -36,6 +36,7 @@ import inspect
 import logging
 import os
 import random
+import threading
 import time
 from collections import OrderedDict, defaultdict
 from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping, Sequence
@@ -458,7 +459,9 @@ class Neo4jGraphStore:
 
         Raises:
             StoreFormatError: a relation names an endpoint that is neither stored nor in ``nodes``
-                (its transaction writes nothing: the whole call when atomic, as on the memory store).
+                (its transaction writes nothing: the whole call when atomic, as on the memory store;
+                above ``atomic_rows``, a batch of :meth:`bulk_upsert`, which can stop the node
+                batches early, so which of them were written depends on timing).
         """
         if len(nodes) + len(relations) <= self.atomic_rows:
             await self._write(nodes, relations, batch_size=self.batch_size, atomic_rows=self.atomic_rows)
@@ -554,11 +557,14 @@ class Neo4jGraphStore:
     ) -> None:
         """Merge a large load fast: node batches of ``batch_size`` rows (default: the store's) written
         ``concurrency`` at a time and, beside them, relation batches of up to ``relation_batch_size``
-        rows (default: the store's, 5000) one after another, each as soon as the node batches holding
-        its endpoints have committed. Every batch is one transaction, whatever ``atomic_rows`` says.
+        rows (default: the store's, 5000) one after another (so up to ``concurrency + 1``
+        transactions are open), each as soon as every node batch up to the last one holding an
+        endpoint of its relations has committed. Every batch is one transaction, whatever
+        ``atomic_rows`` says.
 
         Not atomic as a whole: after a failure the finished batches stay written, the others are
-        cancelled, and re-running the same call completes it (MERGE is idempotent). Node batches
+        cancelled, and the call raises once none is still running (a batch whose commit had reached
+        the server may be written); re-running the same call completes it (MERGE is idempotent). Node batches
         run side by side because the vector index is updated when each transaction commits, which
         is most of a node's cost. Relation batches do not: relations in two transactions that share
         a node deadlock on its relationship locks (measured: retried deadlocks made it 2x slower).
@@ -569,7 +575,10 @@ class Neo4jGraphStore:
         :mod:`kag.graph.neo4j_import` is faster still.
 
         Raises:
-            StoreFormatError: a relation names an endpoint that is not stored (its batch writes nothing).
+            StoreFormatError: a relation names an endpoint that is not stored (its batch writes
+                nothing). A relation whose endpoints are both outside the call is written in the
+                first relation batch, beside the first node batches, so such an error can stop the
+                load early: which node batches were written then depends on timing.
         """
         if concurrency < 1:
             raise ConfigError("concurrency must be >= 1.")
@@ -998,17 +1007,30 @@ class _SyncDriver:
 
 
 class _SyncSession:
+    """A blocking session behind async calls. A worker thread cannot be stopped: when the awaiting
+    task is cancelled, the call it started runs on, so every call holds the session's lock in its
+    thread and closing waits for it (a session is never closed under a transaction still writing)."""
+
     def __init__(self, session: neo4j.Session) -> None:
         self._session = session
+        self._lock = threading.Lock()
+
+    def _locked(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> Callable[[], T]:
+        def call() -> T:
+            with self._lock:
+                return fn(*args, **kwargs)
+
+        return call
 
     async def __aenter__(self) -> _SyncSession:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await asyncio.to_thread(self._session.close)
+        await asyncio.to_thread(self._locked(self._session.close))
 
     async def run(self, query: str, parameters: dict[str, Any] | None = None, **kwargs: Any) -> _SyncResult:
-        return _SyncResult(await asyncio.to_thread(self._session.run, query, parameters, **kwargs))
+        result = await asyncio.to_thread(self._locked(self._session.run, query, parameters, **kwargs))
+        return _SyncResult(result, self._lock)
 
     async def execute_write(self, work: Callable[[Any], Coroutine[Any, Any, T]]) -> T:
         """The sync driver's managed transaction; ``work`` runs on a private loop in its worker thread."""
@@ -1016,7 +1038,7 @@ class _SyncSession:
         def run_sync(tx: neo4j.ManagedTransaction) -> T:
             return asyncio.run(work(_SyncTx(tx)))
 
-        return await asyncio.to_thread(self._session.execute_write, run_sync)
+        return await asyncio.to_thread(self._locked(self._session.execute_write, run_sync))
 
 
 class _SyncTx:
@@ -1030,11 +1052,20 @@ class _SyncTx:
 
 
 class _SyncResult:
-    def __init__(self, result: neo4j.Result) -> None:
+    def __init__(self, result: neo4j.Result, lock: threading.Lock | None = None) -> None:
         self._result = result
+        self._lock = lock  # the session's, for a result of session.run (a transaction's holds it already)
 
     async def consume(self) -> neo4j.ResultSummary:
-        return await asyncio.to_thread(self._result.consume)
+        lock = self._lock
+        if lock is None:
+            return await asyncio.to_thread(self._result.consume)
+
+        def consume() -> neo4j.ResultSummary:
+            with lock:
+                return self._result.consume()
+
+        return await asyncio.to_thread(consume)
 
     # single() and fetch() only run inside execute_write's worker thread (its private loop): blocking is fine
     async def single(self) -> neo4j.Record | None:
@@ -1058,7 +1089,7 @@ class _RelationSchedule:
         levels: dict[int, list[RelationRecord]] = defaultdict(list)
         for r in relations:
             levels[max(batch_of.get(r.start, -1), batch_of.get(r.end, -1))].append(r)
-        # grouped by type within a level: a batch is then one or two statements, not one per type
+        # grouped by type within a level: a batch holds few types, and each type is one statement
         self._levels = {k: sorted(rows, key=lambda r: r.label) for k, rows in levels.items()}
         self._order = sorted(self._levels)
         self._committed = [False] * len(parts)
@@ -1090,8 +1121,10 @@ class _RelationSchedule:
 
 
 async def _first_failure(jobs: Sequence[Coroutine[Any, Any, None]]) -> None:
-    """Run ``jobs`` side by side and raise the first failure, as ``gather`` would, but cancel and
-    wait for the others first, so nothing keeps writing behind the caller's back."""
+    """Run ``jobs`` side by side and raise the first failure, as ``gather`` would, but cancel the
+    others and wait until they have stopped first, so no batch is still writing once this returns.
+    (A transaction running in a worker thread, on a blocking driver, cannot be stopped: its task
+    ends when that transaction has; see ``_SyncSession``.)"""
     tasks = [asyncio.ensure_future(job) for job in jobs]
     try:
         for finished in asyncio.as_completed(tasks):
@@ -1099,4 +1132,6 @@ async def _first_failure(jobs: Sequence[Coroutine[Any, Any, None]]) -> None:
     finally:
         for task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        for outcome in await asyncio.gather(*tasks, return_exceptions=True):
+            if isinstance(outcome, Exception):  # the first is raised; any later one would be lost
+                log.debug("bulk write batch also failed: %r", outcome)
