@@ -1015,21 +1015,14 @@ class _SyncSession:
         self._session = session
         self._lock = threading.Lock()
 
-    def _locked(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> Callable[[], T]:
-        def call() -> T:
-            with self._lock:
-                return fn(*args, **kwargs)
-
-        return call
-
     async def __aenter__(self) -> _SyncSession:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await asyncio.to_thread(self._locked(self._session.close))
+        await asyncio.to_thread(_locked(self._lock, self._session.close))
 
     async def run(self, query: str, parameters: dict[str, Any] | None = None, **kwargs: Any) -> _SyncResult:
-        result = await asyncio.to_thread(self._locked(self._session.run, query, parameters, **kwargs))
+        result = await asyncio.to_thread(_locked(self._lock, self._session.run, query, parameters, **kwargs))
         return _SyncResult(result, self._lock)
 
     async def execute_write(self, work: Callable[[Any], Coroutine[Any, Any, T]]) -> T:
@@ -1038,7 +1031,17 @@ class _SyncSession:
         def run_sync(tx: neo4j.ManagedTransaction) -> T:
             return asyncio.run(work(_SyncTx(tx)))
 
-        return await asyncio.to_thread(self._locked(self._session.execute_write, run_sync))
+        return await asyncio.to_thread(_locked(self._lock, self._session.execute_write, run_sync))
+
+
+def _locked(lock: threading.Lock, fn: Callable[..., T], *args: Any, **kwargs: Any) -> Callable[[], T]:
+    """``fn(*args, **kwargs)`` as a call for a worker thread, holding ``lock`` while it runs."""
+
+    def call() -> T:
+        with lock:
+            return fn(*args, **kwargs)
+
+    return call
 
 
 class _SyncTx:
@@ -1057,15 +1060,8 @@ class _SyncResult:
         self._lock = lock  # the session's, for a result of session.run (a transaction's holds it already)
 
     async def consume(self) -> neo4j.ResultSummary:
-        lock = self._lock
-        if lock is None:
-            return await asyncio.to_thread(self._result.consume)
-
-        def consume() -> neo4j.ResultSummary:
-            with lock:
-                return self._result.consume()
-
-        return await asyncio.to_thread(consume)
+        consume = self._result.consume
+        return await asyncio.to_thread(consume if self._lock is None else _locked(self._lock, consume))
 
     # single() and fetch() only run inside execute_write's worker thread (its private loop): blocking is fine
     async def single(self) -> neo4j.Record | None:
@@ -1133,5 +1129,5 @@ async def _first_failure(jobs: Sequence[Coroutine[Any, Any, None]]) -> None:
         for task in tasks:
             task.cancel()
         for outcome in await asyncio.gather(*tasks, return_exceptions=True):
-            if isinstance(outcome, Exception):  # the first is raised; any later one would be lost
-                log.debug("bulk write batch also failed: %r", outcome)
+            if isinstance(outcome, Exception):  # each is logged: only the first is raised
+                log.debug("bulk write batch failed: %r", outcome)
