@@ -7,7 +7,7 @@ lives in :mod:`kag.query`, the RAG building blocks in :mod:`kag.rag`, typed erro
 :mod:`kag.errors`.
 """
 
-from kag import errors
+from kag import datasets, errors, training
 from kag.agents import Agent, AgentCard, Task
 from kag.datamodels import (
     ANY,
@@ -51,6 +51,7 @@ from kag.programs import (
 from kag.query import TripletChain, TripletSearch, triplet_chain_schema, triplet_search_schema
 from kag.rag.embedders import CallableEmbedder, DocumentQueryEmbedder, Embedder, HashEmbedder
 from kag.rag.openai_embedder import OpenAIEmbedder
+from kag.training import plot_history, plot_program
 from kag.version import __version__
 
 __all__ = [
@@ -105,9 +106,13 @@ __all__ = [
     "TripletSearch",
     "__version__",
     "create_knowledge",
+    "datasets",
     "dynamic_enum",
     "errors",
+    "plot_history",
+    "plot_program",
     "strict_schema",
+    "training",
     "triplet_chain_schema",
     "triplet_search_schema",
 ]

@@ -205,3 +205,16 @@ class MissingDependencyError(ConfigError, ImportError):
 
 class UnsupportedTransportError(ConfigError):
     """An ``Agent`` was given a transport kag does not implement; only ``"runtime"`` (in-process) is."""
+
+
+class TrainingError(KagError, ValueError):
+    """A program cannot be trained as asked: ``fit`` before ``compile``, an empty dataset, ``y`` that
+    does not fit the program's output, variables saved by another program; the message says what to change."""
+
+
+class RewardError(TrainingError):
+    """A reward returned something that is not a number in [0, 1] (NaN, a string, 1.5...)."""
+
+
+class CheckpointError(TrainingError):
+    """A training checkpoint or variables file cannot be written or read (the path, and why)."""

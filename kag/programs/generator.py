@@ -33,8 +33,14 @@ from kag.programs.prompts import (
     render_template,
     template_variables,
 )
+from kag.rag.embedders import HashEmbedder
+from kag.training.trace import record
+from kag.training.variables import Demo, Variable
 
 __all__ = ["Generator", "join_instructions", "model_from_schema"]
+
+# k-nearest demo selection for modules without a knowledge base: deterministic, no weights
+_DEMO_EMBEDDER = HashEmbedder(dimensions=256)
 
 Example = tuple[BaseModel | Mapping[str, Any], BaseModel | Mapping[str, Any]]
 Instructions = str | Sequence[str]
@@ -125,7 +131,8 @@ class Generator(Module):
         use_inputs_schema: also show the inputs' JSON schema in the system message.
         use_outputs_schema: also show the output's full JSON schema in the system message.
         return_inputs: also return the inputs' fields, followed by ``data_model``'s.
-        trainable: accepted for compatibility; kag modules have no trainable state.
+        trainable: whether training may change the module's variable (its instructions and
+            demos, starting from ``instructions`` and ``examples``; see :mod:`kag.training`).
 
     Called with ``None`` (or an empty list) it returns ``None`` without asking the model.
     """
@@ -162,13 +169,11 @@ class Generator(Module):
         self.data_model = data_model
         self.language_model = language_model
         self.prompt_template = prompt_template
-        self.instructions = instructions
         self.use_inputs_schema = bool(use_inputs_schema)
         self.use_outputs_schema = bool(use_outputs_schema)
         self.return_inputs = bool(return_inputs)
-        self.trainable = bool(trainable)
         self._template = compile_template(prompt_template if prompt_template is not None else DEFAULT_INPUT_TEMPLATE)
-        self.examples: list[tuple[dict[str, Any], dict[str, Any]]] = []
+        demos: list[Demo] = []
         for i, pair in enumerate(examples or ()):
             if not isinstance(pair, list | tuple) or len(pair) != 2:
                 raise ConfigError(f"examples[{i}] must be an (input, output) pair.")
@@ -178,8 +183,45 @@ class Generator(Module):
             if not isinstance(example_in, Mapping):
                 raise ConfigError(f"examples[{i}] input must be a pydantic model or a dict.")
             output = as_model(example_out, data_model).model_dump(mode="json")
-            self.examples.append((json.loads(json.dumps(dict(example_in), default=str)), output))
+            demos.append(Demo(json.loads(json.dumps(dict(example_in), default=str)), output))
+        self.variable = Variable(instructions=_config_instructions(instructions), demos=demos, trainable=trainable)
         self._output_models: dict[tuple[type[BaseModel], ...], type[BaseModel]] = {}
+
+    # -- trainable state ---------------------------------------------------------------------
+    default_instructions: str = DEFAULT_GENERATOR_INSTRUCTIONS
+    """The instructions used while the variable holds none."""
+
+    @property
+    def instructions(self) -> str | list[str] | None:
+        """The instructions of the system message (the variable's; ``None``: the default)."""
+        assert self.variable is not None
+        return self.variable.instructions
+
+    @property
+    def examples(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """The demos as ``(input, output)`` pairs (the variable's)."""
+        assert self.variable is not None
+        return [(d.input, d.output) for d in self.variable.demos]
+
+    def set_variable(self, variable: Variable) -> None:
+        """Take ``variable``'s instructions and demos; each demo output must fit the output model."""
+        join_instructions(variable.instructions)
+        for i, demo in enumerate(variable.demos):
+            try:
+                as_model(demo.output, self.data_model)
+            except ValueError as exc:
+                raise ConfigError(f"demo {i} of {self.name!r} does not fit {self.data_model.__name__}: {exc}") from exc
+        super().set_variable(variable)
+
+    async def demos_for(self, inputs: Any) -> list[Demo]:
+        """The demos shown for ``inputs``: all, or the nearest ones when the variable says so."""
+        assert self.variable is not None
+        if self.variable.nearest is None:
+            return list(self.variable.demos)
+        text = render_template(self._template, template_variables(inputs))
+        return await self.variable.demos_for(
+            text, _DEMO_EMBEDDER, lambda d: render_template(self._template, template_variables(d.input))
+        )
 
     # -- tracing -------------------------------------------------------------------------
     def compute_output_model(self, input_models: Sequence[type[BaseModel]]) -> type[BaseModel]:
@@ -194,8 +236,15 @@ class Generator(Module):
         return self._output_models[key]
 
     # -- running -------------------------------------------------------------------------
-    def messages(self, inputs: Any) -> list[Message]:
-        """The role messages sent for ``inputs`` (exposed for inspection and tests)."""
+    def messages(self, inputs: Any, demos: Sequence[Demo] | None = None) -> list[Message]:
+        """The role messages sent for ``inputs`` (exposed for inspection and tests).
+
+        ``demos``: the worked examples to show (default: the variable's, the first ``nearest`` of them
+        when it selects per call).
+        """
+        assert self.variable is not None
+        if demos is None:
+            demos = self.variable.demos[: self.variable.nearest]
         schema = self.output_schema()
         instructions = join_instructions(self.instructions)
         system = (instructions if instructions is not None else DEFAULT_GENERATOR_INSTRUCTIONS).strip()
@@ -204,11 +253,8 @@ class Generator(Module):
             system += f"\n\nReply with one JSON object ({self.data_model.__name__}) with these fields:\n{fields}"
         system += schema_sections(inputs, schema, self.use_inputs_schema, self.use_outputs_schema)
         shots = [
-            (
-                render_template(self._template, template_variables(example_in)),
-                json.dumps(example_out, ensure_ascii=False),
-            )
-            for example_in, example_out in self.examples
+            (render_template(self._template, template_variables(d.input)), json.dumps(d.output, ensure_ascii=False))
+            for d in demos
         ]
         user = render_template(self._template, template_variables(inputs))
         return build_messages(system, user, shots)
@@ -222,10 +268,12 @@ class Generator(Module):
         if inputs is None or (isinstance(inputs, list | tuple) and not inputs):
             return None
         items = as_list(inputs)
-        messages = self.messages(items if len(items) > 1 else items[0])
+        given = items if len(items) > 1 else items[0]
+        messages = self.messages(given, await self.demos_for(given))
         target: dict[str, Any] | type[BaseModel] = self.schema if self.schema is not None else self.data_model
         raw = await self.language_model.generate(messages, target, schema_name=schema_name_for(self.data_model))
         answer = as_model(raw, self.data_model)
+        record(self.name, template_variables(given)["inputs"], answer.model_dump(mode="json"))
         if not self.return_inputs:
             return answer
         models = [type(x) if isinstance(x, BaseModel) else None for x in items]
@@ -252,6 +300,7 @@ class Generator(Module):
             "prompt_template": self.prompt_template,
             "instructions": _config_instructions(self.instructions),
             "examples": [[i, o] for i, o in self.examples],
+            "variable": self.variable.get_config() if self.variable is not None else None,
             "use_inputs_schema": self.use_inputs_schema,
             "use_outputs_schema": self.use_outputs_schema,
             "return_inputs": self.return_inputs,
@@ -280,7 +329,7 @@ class Generator(Module):
             return_inputs=bool(config.get("return_inputs", False)),
             name=name,
             description=config.get("description"),
-        )
+        ).restore_variable(config)
 
     def summary_fields(self) -> str:
         model = getattr(self.language_model, "name", type(self.language_model).__name__)

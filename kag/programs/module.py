@@ -27,6 +27,7 @@ from pydantic import BaseModel
 
 from kag.datamodels.base import DataModel
 from kag.errors import ConfigError, InvalidInputError
+from kag.training.variables import Variable
 
 if TYPE_CHECKING:
     from kag.knowledge.base import KnowledgeBase
@@ -152,10 +153,41 @@ class Module:
     ``await module(data)`` runs :meth:`call`; ``module(symbolic)`` traces.
     """
 
+    variable: Variable | None = None
+    """The trainable state (instructions and demos) of a module that learns; ``None`` for the others."""
+
     def __init__(self, *, name: str | None = None, description: str | None = None) -> None:
         self.name = _check_name(name, "module name") if name is not None else unique_name(_snake(type(self).__name__))
         self.description = description
         self._calls = 0
+
+    @property
+    def trainable(self) -> bool:
+        """Whether optimizers may change this module's variable (``False`` for a module without one)."""
+        return self.variable is not None and self.variable.trainable
+
+    @trainable.setter
+    def trainable(self, value: bool) -> None:
+        if self.variable is None:
+            if value:
+                raise ConfigError(f"{type(self).__name__} holds no trainable variable.")
+            return
+        self.variable.trainable = bool(value)
+
+    def set_variable(self, variable: Variable) -> None:
+        """Take ``variable``'s instructions and demos (subclasses check that they fit first)."""
+        if self.variable is None:
+            raise ConfigError(f"{type(self).__name__} {self.name!r} holds no trainable variable.")
+        self.variable.assign(variable)
+
+    def restore_variable(self, config: Mapping[str, Any]) -> Self:
+        """Take the ``"variable"`` a saved config holds (``from_config`` calls it); returns ``self``."""
+        saved = config.get("variable")
+        if saved is not None:
+            variable = Variable.from_config(saved, f"{self.name}.variable")
+            self.set_variable(variable)
+            self.trainable = variable.trainable
+        return self
 
     async def call(self, inputs: Any) -> BaseModel:
         """Run the module on data: one pydantic model (or a list of them)."""

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from kag.errors import ConfigError, InvalidInputError
+from kag.errors import ConfigError, InvalidInputError, TrainingError
 from kag.programs.module import (
     Input,
     Module,
@@ -33,6 +33,7 @@ from kag.programs.module import (
     object_path,
     scrub_secrets,
 )
+from kag.training.trainer import Trainer
 
 __all__ = ["Program"]
 
@@ -40,7 +41,7 @@ FORMAT = "kag-program"
 VERSION = 1
 
 
-class Program(Module):
+class Program(Trainer, Module):
     """A functional program: the graph of module calls between ``inputs`` and ``outputs``.
 
     Args:
@@ -52,6 +53,13 @@ class Program(Module):
     runs every module once in dependency order (independent ones concurrently)
     and returns the output model(s). A program is itself a module, so it can be
     called on symbolic tensors inside a bigger program (single output only).
+
+    A program trains like a Keras model (it inherits :class:`~kag.training.Trainer`):
+    ``program.compile(reward=..., optimizer=...)``, ``await program.fit(x, y, epochs=...)``,
+    ``await program.evaluate(x, y)``, ``await program.predict(x)``. What it learns are the
+    variables (instructions and demos) of its ``Generator`` and ``KnowledgeRetriever``
+    modules: ``program.trainable_variables``, ``get_variables()`` / ``set_variables()``,
+    ``save_variables(path)`` / ``load_variables(path)``; :meth:`save` keeps them too.
     """
 
     def __init__(
@@ -170,6 +178,34 @@ class Program(Module):
             # retrieve every outcome so no "exception was never retrieved" warnings leak
             await asyncio.gather(*tasks.values(), return_exceptions=True)
         return results[0] if self._single_output else list(results)
+
+    # -- training ------------------------------------------------------------------------
+    def trainable_modules(self) -> dict[str, Module]:
+        """``{name: module}`` of the modules holding a variable, in call order (nested programs included)."""
+        found: dict[str, Module] = {}
+        for module in self.modules.values():
+            inner = module.trainable_modules() if isinstance(module, Program) else (
+                {module.name: module} if module.variable is not None else {}
+            )
+            for name, held in inner.items():
+                if name in found and found[name] is not held:
+                    raise ConfigError(f"two trainable modules are named {name!r}; give them distinct names.")
+                found[name] = held
+        return found
+
+    def output_model(self) -> type[BaseModel]:
+        """The data model of the program's single output (what ``fit`` labels must fit)."""
+        if not self._single_output:
+            raise TrainingError("training needs a program with a single output; this one has several.")
+        return self.outputs[0].data_model
+
+    def module_info(self, name: str) -> dict[str, Any]:
+        """A trainable module's type, description and effective instructions (for instruction optimizers)."""
+        module = self.trainable_modules()[name]
+        instructions: Any = module.variable.instructions if module.variable is not None else None
+        if instructions is None:
+            instructions = getattr(module, "default_instructions", None)
+        return {"type": type(module).__name__, "description": module.description, "instructions": instructions}
 
     # -- description ---------------------------------------------------------------------
     def summary(self) -> str:

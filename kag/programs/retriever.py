@@ -38,6 +38,8 @@ from kag.programs.prompts import (
 from kag.query.plan import MAX_HOPS, plan_triplet_search
 from kag.query.triplet import triplet_chain_schema, triplet_search_schema
 from kag.query.typed_search import typed_triplet_chain_schema, typed_triplet_search_schema
+from kag.training.trace import record
+from kag.training.variables import Demo, Variable
 from kag.validation import check_k, check_threshold
 
 __all__ = ["Fact", "KnowledgeRetriever"]
@@ -78,8 +80,10 @@ class KnowledgeRetriever(Module):
     (``(input, search)`` pairs shown as few-shot turns), ``instructions`` (a string or
     a list of strings), ``use_inputs_schema`` / ``use_outputs_schema`` (show those JSON
     schemas in the system message), ``return_inputs``, ``return_query``, ``name``,
-    ``description``, ``trainable`` (accepted; kag modules hold no trainable state),
-    then kag's keyword-only ``max_hops``. Called with ``None`` (or an empty list) it
+    ``description``, ``trainable`` (whether training may change the module's variable: its
+    instructions and ``(question, search)`` demos, see :mod:`kag.training`), then kag's
+    keyword-only ``max_hops``. With k-nearest demos (``KNNFewShot``) each question is shown the
+    demos whose questions are most similar by the knowledge base's embedder. Called with ``None`` (or an empty list) it
     returns ``None`` without asking the model.
     """
 
@@ -127,15 +131,20 @@ class KnowledgeRetriever(Module):
         self._check_subset(knowledge_base.schema)
         self.entity_models = tuple(self.graph_schema.entity_models)
         self.relation_models = tuple(self.graph_schema.relation_models)
+        if not self.relation_models:
+            raise ConfigError(
+                "a KnowledgeRetriever fills (subject)-[relation]->(object) searches, but its schema declares no "
+                "relation models: add at least one Relation model (relation_models=[...] here, or on the "
+                "knowledge base). To find the entity a question names without a relation, use "
+                "kb.similarity_search(label, text) or a Knowledge's search()."
+            )
         self.max_hops = max_hops
         self.return_inputs = bool(return_inputs)
         self.return_query = bool(return_query)
         self.prompt_template = prompt_template
         join_instructions(instructions)  # a wrong type fails here, not at the first call
-        self.instructions = instructions
         self.use_inputs_schema = bool(use_inputs_schema)
         self.use_outputs_schema = bool(use_outputs_schema)
-        self.trainable = bool(trainable)
         self._template = compile_template(prompt_template if prompt_template is not None else DEFAULT_INPUT_TEMPLATE)
         # a model that samples under a grammar gets the endpoint-typed schema: every search it can
         # write is then plannable (HTTP models keep the plain one: OpenAI strict mode refuses a root union)
@@ -151,7 +160,7 @@ class KnowledgeRetriever(Module):
             self.search_schema = typed_triplet_search_schema(self.graph_schema, full=full)
         else:
             self.search_schema = triplet_search_schema(self.graph_schema)
-        self.examples: list[tuple[dict[str, Any], dict[str, Any]]] = []
+        demos: list[Demo] = []
         for i, pair in enumerate(examples or ()):
             if not isinstance(pair, list | tuple) or len(pair) != 2:
                 raise ConfigError(f"examples[{i}] must be an (input, search) pair.")
@@ -162,8 +171,48 @@ class KnowledgeRetriever(Module):
                 self.validate_search(dict(example_out))
             except ValueError as exc:
                 raise ConfigError(f"examples[{i}] holds a search that cannot run here: {exc}") from exc
-            self.examples.append((json.loads(json.dumps(dict(example_in), default=str)), dict(example_out)))
+            demos.append(Demo(json.loads(json.dumps(dict(example_in), default=str)), dict(example_out)))
+        instructions_copy = instructions if instructions is None or isinstance(instructions, str) else list(instructions)
+        self.variable = Variable(instructions=instructions_copy, demos=demos, trainable=trainable)
         self._output_models: dict[tuple[type[BaseModel], ...], type[BaseModel]] = {}
+
+    # -- trainable state ---------------------------------------------------------------------
+    default_instructions: str = DEFAULT_RETRIEVER_INSTRUCTIONS
+    """The instructions used while the variable holds none."""
+
+    @property
+    def instructions(self) -> str | list[str] | None:
+        """The instructions of the system message (the variable's; ``None``: the default)."""
+        assert self.variable is not None
+        return self.variable.instructions
+
+    @property
+    def examples(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """The demos as ``(input, search)`` pairs (the variable's)."""
+        assert self.variable is not None
+        return [(d.input, d.output) for d in self.variable.demos]
+
+    def set_variable(self, variable: Variable) -> None:
+        """Take ``variable``'s instructions and demos; every demo search must plan on this schema."""
+        join_instructions(variable.instructions)
+        for i, demo in enumerate(variable.demos):
+            try:
+                self.validate_search(dict(demo.output))
+            except ValueError as exc:
+                raise ConfigError(f"demo {i} of {self.name!r} holds a search that cannot run here: {exc}") from exc
+        super().set_variable(variable)
+
+    async def demos_for(self, inputs: Any) -> list[Demo]:
+        """The demos shown for ``inputs``: all, or the nearest by the knowledge base's embedder."""
+        assert self.variable is not None
+        if self.variable.nearest is None:
+            return list(self.variable.demos)
+        text = render_template(self._template, template_variables(inputs))
+        return await self.variable.demos_for(
+            text,
+            self.knowledge_base.embedder,
+            lambda d: render_template(self._template, template_variables(d.input)),
+        )
 
     @property
     def schema(self) -> dict[str, Any]:
@@ -213,8 +262,15 @@ class KnowledgeRetriever(Module):
         return self._output_models[key]
 
     # -- running -------------------------------------------------------------------------
-    def messages(self, inputs: Any) -> list[Message]:
-        """The role messages sent to fill the search (exposed for inspection and tests)."""
+    def messages(self, inputs: Any, demos: Sequence[Demo] | None = None) -> list[Message]:
+        """The role messages sent to fill the search (exposed for inspection and tests).
+
+        ``demos``: the worked examples to show (default: the variable's, the first ``nearest`` of them
+        when it selects per call).
+        """
+        assert self.variable is not None
+        if demos is None:
+            demos = self.variable.demos[: self.variable.nearest]
         joined = join_instructions(self.instructions)
         instructions = joined if joined is not None else DEFAULT_RETRIEVER_INSTRUCTIONS
         system = f"{instructions.strip()}\n\n{self._describe_schema()}"
@@ -225,8 +281,8 @@ class KnowledgeRetriever(Module):
             )
         system += schema_sections(inputs, self.search_schema, self.use_inputs_schema, self.use_outputs_schema)
         shots = [
-            (render_template(self._template, template_variables(ex_in)), json.dumps(ex_out, ensure_ascii=False))
-            for ex_in, ex_out in self.examples
+            (render_template(self._template, template_variables(d.input)), json.dumps(d.output, ensure_ascii=False))
+            for d in demos
         ]
         return build_messages(system, render_template(self._template, template_variables(inputs)), shots)
 
@@ -250,13 +306,15 @@ class KnowledgeRetriever(Module):
         if inputs is None or (isinstance(inputs, list | tuple) and not inputs):
             return None
         items = as_list(inputs)
-        messages = self.messages(items if len(items) > 1 else items[0])
+        given = items if len(items) > 1 else items[0]
+        messages = self.messages(given, await self.demos_for(given))
         search = await self.language_model.generate(
             messages,
             self.search_schema,
             validate=self.validate_search,
             schema_name="triplet_chain" if self.max_hops > 1 else "triplet_search",
         )
+        record(self.name, template_variables(given)["inputs"], search)
         results = await self.knowledge_base.triplet_search(
             search, k=self.k, threshold=self.threshold, schema=self.graph_schema
         )
@@ -297,6 +355,7 @@ class KnowledgeRetriever(Module):
             "instructions": self.instructions if self.instructions is None or isinstance(self.instructions, str)
             else list(self.instructions),
             "examples": [[i, o] for i, o in self.examples],
+            "variable": self.variable.get_config() if self.variable is not None else None,
             "use_inputs_schema": self.use_inputs_schema,
             "use_outputs_schema": self.use_outputs_schema,
         }
@@ -327,7 +386,7 @@ class KnowledgeRetriever(Module):
             use_outputs_schema=bool(config.get("use_outputs_schema", False)),
             name=config.get("name"),
             description=config.get("description"),
-        )
+        ).restore_variable(config)
 
     def summary_fields(self) -> str:
         model = getattr(self.language_model, "name", type(self.language_model).__name__)

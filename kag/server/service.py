@@ -504,7 +504,7 @@ class Service:
         return data
 
     async def load_example(self, name: str) -> dict[str, int]:
-        """Upsert a bundled example dataset (``world`` or ``seed``) into the knowledge base."""
+        """Upsert a bundled example dataset (``world``, ``seed`` or ``countries``) into the knowledge base."""
         if name == "world":
             from kag.examples.world import world_items
 
@@ -513,8 +513,12 @@ class Service:
             from kag.examples.seed import seed_facts
 
             items = list(seed_facts())
+        elif name == "countries":
+            from kag.examples.countries import countries_items
+
+            items = list(countries_items())
         else:
-            raise UsageError(f"unknown example {name!r}; use 'world' or 'seed'.")
+            raise UsageError(f"unknown example {name!r}; use 'world', 'seed' or 'countries'.")
         async with self._write_lock:
             result = await self.knowledge.upsert(items)
             self.persist()

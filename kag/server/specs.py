@@ -285,4 +285,4 @@ def build_language_model(spec: LMSpec | str | None, kb: KnowledgeBase) -> Langua
 # --------------------------------------------------------------------------- the service
 
 
-EXAMPLE_SCHEMAS = {"world": "kag.examples.world", "seed": "kag.examples.seed"}
+EXAMPLE_SCHEMAS = {"world": "kag.examples.world", "seed": "kag.examples.seed", "countries": "kag.examples.countries"}

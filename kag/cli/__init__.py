@@ -1,4 +1,4 @@
-"""The ``kag`` command line: ``kag demo | ingest | query | search | stats | schema | serve``.
+"""The ``kag`` command line: ``kag demo | ingest | query | search | stats | schema | train | serve``.
 
 Every command that works on a knowledge base takes ``--kb URI`` (``memory://``,
 ``memory://path/kb.json``, ``neo4j://host:7687``; default ``$KAG_KB`` or
@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from kag.cli.train import add_train_parser, train_command
 from kag.datamodels.text import pattern_text
 from kag.errors import ConfigError, KagError, UsageError
 from kag.rag.loaders import Source
@@ -214,6 +215,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="read at most N relationships to find endpoint labels (default: all)",
     )
     schema.add_argument("--output", "-o", metavar="FILE", default=None, help="write the module to FILE")
+
+    add_train_parser(sub, _kb_options, _positive_int, _unit)
 
     serve = sub.add_parser("serve", help="serve the HTTP API and MCP (or MCP over stdio)")
     _kb_options(serve, lm=True)
@@ -641,7 +644,17 @@ async def _serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             await service.aclose()
 
 
+async def _train(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    service = _service(args)
+    try:
+        await _prepare(service, args, err)
+        return await train_command(service, args, out, err)
+    finally:
+        await service.aclose()
+
+
 _COMMANDS = {
+    "train": _train,
     "ingest": _ingest,
     "query": _query,
     "search": _search,

@@ -1,0 +1,209 @@
+"""The trainable state of a module: its instructions and its demos.
+
+Training never changes a model's weights. What a program learns is what each
+language-model call is shown: the instructions of its system message and the
+worked examples (demos) placed before the question. A :class:`Variable` holds
+both for one module, with the reward each demo earned when it was produced, and
+``nearest``: when set, the demos are a pool and each call is shown only the
+``nearest`` demos most similar to its own input (k-nearest-neighbour few-shot).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from kag.errors import ConfigError
+
+__all__ = ["FORMAT", "VERSION", "Demo", "TextEmbedder", "Variable"]
+
+FORMAT = "kag-variables"
+VERSION = 1
+
+
+class TextEmbedder(Protocol):
+    """What k-nearest demo selection needs from an embedder (kag's ``Embedder`` protocol fits)."""
+
+    async def embed(self, texts: list[str]) -> np.ndarray: ...
+
+
+def _json_copy(value: Any, what: str) -> Any:
+    try:
+        return json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False, default=str))
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{what} must be JSON data: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class Demo:
+    """One worked example: the module's ``input`` and ``output`` (JSON dicts), and the reward it earned.
+
+    ``reward`` is ``None`` for a demo written by hand (the module's ``examples=``).
+    """
+
+    input: dict[str, Any]
+    output: dict[str, Any]
+    reward: float | None = None
+
+    def get_config(self) -> dict[str, Any]:
+        """``{"input", "output", "reward"}`` as JSON."""
+        return {"input": self.input, "output": self.output, "reward": self.reward}
+
+    @classmethod
+    def from_config(cls, config: Any, where: str = "demo") -> Demo:
+        """A demo from :meth:`get_config` output (or an ``[input, output]`` pair)."""
+        if isinstance(config, list | tuple) and len(config) == 2:
+            config = {"input": config[0], "output": config[1]}
+        if not isinstance(config, Mapping):
+            raise ConfigError(f"{where} must be an object with 'input' and 'output', got {type(config).__name__}.")
+        given_in, given_out = config.get("input"), config.get("output")
+        if not isinstance(given_in, Mapping) or not isinstance(given_out, Mapping):
+            raise ConfigError(f"{where} needs 'input' and 'output' objects.")
+        reward = config.get("reward")
+        if reward is not None and (
+            isinstance(reward, bool) or not isinstance(reward, int | float) or not 0.0 <= reward <= 1.0
+        ):
+            raise ConfigError(f"{where} has reward {reward!r}; a reward is a number in [0, 1] or null.")
+        return cls(
+            _json_copy(dict(given_in), f"{where} input"),
+            _json_copy(dict(given_out), f"{where} output"),
+            None if reward is None else float(reward),
+        )
+
+    @property
+    def key(self) -> str:
+        """A stable identity of the demo (its input and output as sorted JSON)."""
+        return json.dumps([self.input, self.output], sort_keys=True, ensure_ascii=False)
+
+
+@dataclass
+class Variable:
+    """The trainable state of one module.
+
+    Attributes:
+        instructions: the system message's instructions (``None``: the module's default).
+        demos: worked examples, in the order they are shown.
+        nearest: ``None`` shows every demo on every call; an integer ``k`` shows each call
+            only the ``k`` demos whose input is most similar to its own (the pool is ``demos``).
+        trainable: whether optimizers may change this variable.
+    """
+
+    instructions: str | list[str] | None = None
+    demos: list[Demo] = field(default_factory=list)
+    nearest: int | None = None
+    trainable: bool = True
+    _pool_key: tuple[int, str] | None = field(default=None, init=False, repr=False, compare=False)
+    _pool_vectors: np.ndarray | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.nearest is not None and (
+            isinstance(self.nearest, bool) or not isinstance(self.nearest, int) or self.nearest < 1
+        ):
+            raise ConfigError(f"nearest must be a positive integer or None, got {self.nearest!r}.")
+        if self.instructions is not None and not isinstance(self.instructions, str | list):
+            raise ConfigError("instructions must be a string, a list of strings, or None.")
+
+    # -- state -----------------------------------------------------------------------------
+    def get_config(self) -> dict[str, Any]:
+        """The variable as JSON: instructions, demos (with rewards), nearest, trainable."""
+        instructions = list(self.instructions) if isinstance(self.instructions, list) else self.instructions
+        return {
+            "instructions": instructions,
+            "demos": [d.get_config() for d in self.demos],
+            "nearest": self.nearest,
+            "trainable": self.trainable,
+        }
+
+    @classmethod
+    def from_config(cls, config: Any, where: str = "variable") -> Variable:
+        """Rebuild from :meth:`get_config` output; unknown keys are refused."""
+        if not isinstance(config, Mapping):
+            raise ConfigError(f"{where} must be an object, got {type(config).__name__}.")
+        unknown = sorted(set(config) - {"instructions", "demos", "nearest", "trainable"})
+        if unknown:
+            raise ConfigError(f"{where} has unknown key(s) {unknown}.")
+        demos = config.get("demos") or []
+        if not isinstance(demos, list):
+            raise ConfigError(f"{where}.demos must be a list.")
+        instructions = config.get("instructions")
+        if isinstance(instructions, list) and not all(isinstance(s, str) for s in instructions):
+            raise ConfigError(f"{where}.instructions must be a string or a list of strings.")
+        return cls(
+            instructions=instructions,
+            demos=[Demo.from_config(d, f"{where}.demos[{i}]") for i, d in enumerate(demos)],
+            nearest=config.get("nearest"),
+            trainable=bool(config.get("trainable", True)),
+        )
+
+    def copy(self) -> Variable:
+        """An independent copy (demos are immutable and shared)."""
+        return Variable(
+            instructions=copy.copy(self.instructions),
+            demos=list(self.demos),
+            nearest=self.nearest,
+            trainable=self.trainable,
+        )
+
+    def assign(self, other: Variable) -> None:
+        """Take ``other``'s instructions, demos and ``nearest`` (``trainable`` stays)."""
+        self.instructions = copy.copy(other.instructions)
+        self.demos = list(other.demos)
+        self.nearest = other.nearest
+        self._pool_key = None
+        self._pool_vectors = None
+
+    # -- what a call is shown ----------------------------------------------------------------
+    async def demos_for(self, text: str, embedder: TextEmbedder | None, render: Any = None) -> list[Demo]:
+        """The demos one call is shown: all of them, or the ``nearest`` most similar to ``text``.
+
+        ``render(demo) -> str`` gives the text a demo is compared by (default: its input as JSON);
+        similarity is the cosine of ``embedder``'s vectors; ties keep the pool's order.
+        """
+        if self.nearest is None or len(self.demos) <= self.nearest:
+            return list(self.demos)
+        if embedder is None:
+            raise ConfigError("k-nearest demos need an embedder; give the module one (or set nearest=None).")
+        key = (id(embedder), json.dumps([d.key for d in self.demos]))
+        if self._pool_key != key or self._pool_vectors is None:
+            texts = [render(d) if render is not None else json.dumps(d.input, sort_keys=True) for d in self.demos]
+            self._pool_vectors = np.asarray(await embedder.embed(texts), dtype=np.float64)
+            self._pool_key = key
+        query = np.asarray(await embedder.embed([text]), dtype=np.float64)[0]
+        scores = self._pool_vectors @ query
+        norms = np.linalg.norm(self._pool_vectors, axis=1) * (np.linalg.norm(query) or 1.0)
+        scores = np.where(norms > 0, scores / np.where(norms > 0, norms, 1.0), 0.0)
+        # stable: the highest score first, the earlier demo on a tie
+        order = sorted(range(len(self.demos)), key=lambda i: (-_finite(float(scores[i])), i))[: self.nearest]
+        return [self.demos[i] for i in sorted(order)]
+
+
+def _finite(value: float) -> float:
+    return float(value) if math.isfinite(value) else -1.0
+
+
+def check_variables_document(document: Any, names: Sequence[str], where: str) -> dict[str, Variable]:
+    """The ``{module: Variable}`` of a saved variables document, checked against the module ``names``."""
+    if not isinstance(document, Mapping) or document.get("format") != FORMAT:
+        raise ConfigError(f"{where} is not a kag variables file (expected format {FORMAT!r}).")
+    if document.get("version") != VERSION:
+        raise ConfigError(f"{where} has version {document.get('version')!r}; this kag reads version {VERSION}.")
+    variables = document.get("variables")
+    if not isinstance(variables, Mapping):
+        raise ConfigError(f"{where} has no 'variables' object.")
+    unknown = sorted(set(variables) - set(names))
+    missing = sorted(set(names) - set(variables))
+    if unknown or missing:
+        raise ConfigError(
+            f"{where} does not fit this program: it has variables for {sorted(variables)}, the program's "
+            f"trainable modules are {sorted(names)}"
+            + (f" (unknown: {unknown})" if unknown else "")
+            + (f" (missing: {missing})" if missing else "")
+            + "; load it into the program it was saved from (same module names)."
+        )
+    return {name: Variable.from_config(variables[name], f"{where}: variables[{name!r}]") for name in names}
