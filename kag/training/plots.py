@@ -76,7 +76,7 @@ class ProgramPicture:
         return target
 
 
-_BOX_W, _BOX_H, _GAP_X, _GAP_Y, _PAD = 190, 54, 60, 22, 16
+_BOX_W, _BOX_H, _GAP_X, _GAP_Y, _PAD = 210, 64, 60, 22, 16
 
 
 def plot_program(program: Any) -> ProgramPicture:
@@ -122,14 +122,16 @@ def plot_program(program: Any) -> ProgramPicture:
         parts.append(
             f'<g><title>{title}</title><rect x="{x}" y="{y}" width="{_BOX_W}" height="{_BOX_H}" rx="8" '
             f'fill="{fill}" stroke="#444"/>'
-            f'<text x="{x + _BOX_W // 2}" y="{y + 22}" text-anchor="middle" font-weight="bold">'
+            f'<text x="{x + _BOX_W // 2}" y="{y + 20}" text-anchor="middle" font-weight="bold">'
             f"{html.escape(_clip(name))}</text>"
-            f'<text x="{x + _BOX_W // 2}" y="{y + 40}" text-anchor="middle" fill="#333">'
-            f"{html.escape(_clip(f'{kind} → {model}'))}</text></g>"
+            f'<text x="{x + _BOX_W // 2}" y="{y + 38}" text-anchor="middle" fill="#333">'
+            f"{html.escape(_clip(kind))}</text>"
+            f'<text x="{x + _BOX_W // 2}" y="{y + 54}" text-anchor="middle" fill="#666" font-size="11">'
+            f"{html.escape(_clip(f'→ {model}'))}</text></g>"
         )
     parts.append("</svg>")
     return ProgramPicture("".join(parts))
 
 
-def _clip(text: str, limit: int = 28) -> str:
+def _clip(text: str, limit: int = 30) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
