@@ -137,7 +137,7 @@ async def test_program_lists_and_counts(program: Program) -> None:
 async def test_unknown_names_find_nothing(program: Program) -> None:
     result = await program(Query(query="What is the capital of Atlantis?"))
     assert result.facts == []  # type: ignore[attr-defined]
-    assert "No matching facts" in result.answer  # type: ignore[attr-defined]
+    assert "Not found in the knowledge graph" in result.answer  # type: ignore[attr-defined]
 
 
 async def test_names_index_without_knowledge_base() -> None:
@@ -173,7 +173,7 @@ async def test_extractive_answers_fill_any_schema() -> None:
     assert out["answer"].startswith("Lima, Callao") and "extractive" in out["answer"]
     assert "not a language model" in out["reasoning"] and out["confidence"] == 1.0
     empty = await LexicalLM().generate([{"role": "user", "content": "query: Who?\nfacts: (none)"}], Rich)
-    assert empty["found"] is False and empty["entities"] == [] and "No matching facts" in empty["answer"]
+    assert empty["found"] is False and empty["entities"] == [] and "Not found in the knowledge graph" in empty["answer"]
 
 
 async def test_repairs_relax_the_search(world: kag.KnowledgeBase) -> None:

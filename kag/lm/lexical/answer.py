@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from kag.lm.lexical.passages import Result, answer_from_passages, read_results
 from kag.lm.lexical.text import _ARROW, _COMPARE, _FACT_TAIL, _SECTION, _SUPERLATIVE, _YES_NO, stem, words
 from kag.ranking.linking import name_key
 
@@ -98,15 +99,48 @@ class _Answer:
     facts: list[_Fact]
     count: int | None
     found: bool
+    labels: list[str] = field(default_factory=list)  # the labels ([docs:1]) of the results it relies on
+
+
+NOT_FOUND = (
+    "Not found in the knowledge graph: no matching facts were retrieved, so I cannot answer "
+    "(extractive answer: only retrieved facts and passages are used)."
+)
 
 
 def _compose(prompt: str) -> _Answer:
-    """The extractive answer to the question in ``prompt``, from the facts it lists."""
+    """The extractive answer to the question in ``prompt``, from the facts (or else the passages) it shows."""
+    results, rest = read_results(prompt)
+    answer = _compose_facts(rest, results)
+    if answer.found or answer.count is not None:
+        return answer
+    passage = answer_from_passages(_question(rest), results)
+    if passage is None:
+        return answer
+    label = passage.result.label
+    source = f" from {passage.result.source}" if passage.result.source else ""
+    return _Answer(
+        f"{passage.text} [{label}] (extractive answer: quoted{source})",
+        [],
+        [],
+        None,
+        True,
+        [label],
+    )
+
+
+def _compose_facts(prompt: str, results: list[Result]) -> _Answer:
+    """The extractive answer from the facts: ``name: value`` sections, plain fact lines and labelled facts."""
     sections = _sections(prompt)
     question = _question(prompt, sections)
     facts = [f for lines in sections.values() for ln in lines if (f := _parse_fact(ln)) is not None]
     if not sections:
         facts = [f for ln in prompt.splitlines() if "-[" in ln and (f := _parse_fact(ln.strip()))]
+    label_of: dict[int, str] = {}
+    for result in results:
+        if result.kind == "fact" and (fact := _parse_fact(result.text)) is not None:
+            label_of[id(fact)] = result.label
+            facts.append(fact)
     count: int | None = None
     for line in sections.get("count", []):
         if re.fullmatch(r"-?\d+", line):
@@ -126,6 +160,9 @@ def _compose(prompt: str) -> _Answer:
 
     source = f"top fact: {facts[0].text}" if facts else ""
 
+    def cite(chosen: list[_Fact]) -> list[str]:
+        return list(dict.fromkeys(label_of[id(f)] for f in chosen if id(f) in label_of))[:10]
+
     if count is not None:
         return _Answer(
             f"{count} (the number of matches the knowledge-graph query counted; extractive answer)",
@@ -133,16 +170,10 @@ def _compose(prompt: str) -> _Answer:
             facts,
             count,
             True,
+            cite(facts[:1]),
         )
     if not facts:
-        return _Answer(
-            "No matching facts were found in the knowledge graph, so I cannot answer "
-            "(extractive answer: only retrieved facts are used).",
-            [],
-            [],
-            None,
-            False,
-        )
+        return _Answer(NOT_FOUND, [], [], None, False)
     # a property question ("What is the population of Tokyo?"), unless the property only
     # filters or orders what is asked ("neighbours with a population of more than 2 million")
     ranked = bool(_COMPARE.search(question) or _SUPERLATIVE.search(question))
@@ -158,8 +189,10 @@ def _compose(prompt: str) -> _Answer:
                         facts,
                         None,
                         True,
+                        cite([fact]),
                     )
     names: list[str] = []
+    used: list[_Fact] = []
     for fact in facts:
         mentioned = [i for i, n in enumerate(fact.nodes) if named(n)]
         if mentioned:
@@ -169,11 +202,12 @@ def _compose(prompt: str) -> _Answer:
             pick = fact.nodes[0]
         if pick is not None and pick not in names:
             names.append(pick)
+            used.append(fact)
     if tokens and tokens[0] in _YES_NO:
         text = f"Yes: the knowledge graph states {facts[0].text} (extractive answer)."
-        return _Answer(text, ["yes"], facts, None, True)
+        return _Answer(text, ["yes"], facts, None, True, cite(facts[:1]))
     if not names:  # every entity of the facts was named in the question
-        return _Answer(f"{facts[0].text} (extractive answer).", [facts[0].nodes[0]], facts, None, True)
+        return _Answer(f"{facts[0].text} (extractive answer).", [facts[0].nodes[0]], facts, None, True, cite(facts[:1]))
     shown = names[:10]
     more = f" and {len(names) - 10} more" if len(names) > 10 else ""
     return _Answer(
@@ -182,6 +216,7 @@ def _compose(prompt: str) -> _Answer:
         facts,
         None,
         True,
+        cite(used),
     )
 
 
@@ -197,6 +232,7 @@ def _resolve(node: Any, root: dict[str, Any]) -> dict[str, Any]:
 
 _REASON = re.compile(r"reason|rational|explan|justif|thought|thinking|analysis|note")
 _SOURCE = re.compile(r"fact|source|citation|evidence|support|context|reference")
+_CITE = re.compile(r"citation|cite|label")
 
 
 def _fill(name: str, prop: Any, root: dict[str, Any], ans: _Answer, depth: int = 0) -> Any:
@@ -248,6 +284,8 @@ def _fill(name: str, prop: Any, root: dict[str, Any], ans: _Answer, depth: int =
         items = _resolve(prop.get("items") or {}, root)
         item_kind = items.get("type")
         if item_kind == "string":
+            if _CITE.search(lname) and ans.labels:
+                return list(ans.labels)  # the labels of the results shown ([docs:1]), as the prompt asks
             return [f.text for f in ans.facts] if _SOURCE.search(lname) else list(ans.names)
         if item_kind == "object" and depth < 4:
             return [_fill_object(items, root, ans, depth + 1)] if ans.found and prop.get("minItems") else []

@@ -42,13 +42,17 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from kag.errors import ConfigError
+from kag.errors import ConfigError, KagError
 from kag.lm.base import BaseLanguageModel, Message
-from kag.lm.lexical.analysis import _analyze, _NameIndex
+from kag.lm.lexical.analysis import _Analysis, _analyze, _NameIndex
 from kag.lm.lexical.answer import _Answer, _compose, _fill_object, _question
-from kag.lm.lexical.schema import NameLookup, _schema_from_json
-from kag.lm.lexical.search import _search
+from kag.lm.lexical.demos import adapt, best_demos, read_demos
+from kag.lm.lexical.passages import read_results
+from kag.lm.lexical.schema import NameLookup, _Schema, _schema_from_json
+from kag.lm.lexical.scope import abstain_hop, out_of_schema
+from kag.lm.lexical.search import _finish, _search
 from kag.lm.lexical.text import _REPAIR_PREFIX
+from kag.query.plan import plan_triplet_search
 
 
 class LexicalLM(BaseLanguageModel):
@@ -92,6 +96,7 @@ class LexicalLM(BaseLanguageModel):
         self.fuzzy_ratio = float(fuzzy_ratio)
         self._index = _NameIndex(knowledge_base, names, self.fuzzy_ratio)
         self._has_names = names is not None
+        self._demo_cache: dict[tuple[Any, ...], _Analysis] = {}
 
     @property
     def name(self) -> str:
@@ -144,14 +149,102 @@ class LexicalLM(BaseLanguageModel):
             schema = _schema_from_json(json_schema, self.knowledge_base)
             question = _question(prompt)
             analysis = await _analyze(question, schema, self._index, self.max_ngram)
-            hops = _search(analysis, schema, level)
+            hops = await self._from_demos(messages, analysis, schema) if level == 0 else None
+            if hops is None:
+                hops = _rules(analysis, schema, level)
             if is_chain:
                 return json.dumps({"hops": hops[: max(1, schema.max_hops)]})
             return json.dumps(hops[0])  # a single-pattern schema never chains (max_hops is 1)
+        action = _agent_action(json_schema)
+        if action is not None:
+            return json.dumps(_act(messages, action))
         answer = _compose(prompt)
         if level >= 1:  # the first fill was refused: keep only what the schema demands
-            answer = _Answer(answer.text[:200], answer.names[:1], answer.facts[:1], answer.count, answer.found)
+            answer = _Answer(
+                answer.text[:200], answer.names[:1], answer.facts[:1], answer.count, answer.found, answer.labels[:1]
+            )
         return json.dumps(_fill_object(json_schema, json_schema, answer))
+
+    async def _from_demos(
+        self, messages: Sequence[Message], analysis: _Analysis, schema: _Schema
+    ) -> list[dict[str, Any]] | None:
+        """The closest demo's search adapted to this question (see :mod:`kag.lm.lexical.demos`), or None."""
+        demos = read_demos(messages, _question)
+        if not demos:
+            return None
+        analysed = [(demo, await self._analysis_of(demo.question, schema)) for demo in demos]
+        graph = getattr(self.knowledge_base, "schema", None)
+        for _, i in best_demos(analysis, analysed):
+            hops = adapt(demos[i], analysed[i][1], analysis, schema)
+            if hops is None:
+                continue
+            hops = _finish(hops, schema)
+            if graph is not None:
+                try:  # a search the graph cannot plan is no answer: try the next demo, then the rules
+                    plan_triplet_search({"hops": hops}, graph)
+                except (KagError, ValueError):
+                    continue
+            return hops
+        return None
+
+    async def _analysis_of(self, question: str, schema: _Schema) -> _Analysis:
+        """A demo question's analysis, cached: the same demos come with every request."""
+        key = (question, schema.entity_labels, tuple(schema.relations), schema.hop_fields)
+        cached = self._demo_cache.get(key)
+        if cached is None:
+            cached = await _analyze(question, schema, self._index, self.max_ngram)
+            if len(self._demo_cache) >= _DEMO_CACHE:
+                self._demo_cache.pop(next(iter(self._demo_cache)))
+            self._demo_cache[key] = cached
+        return cached
+
+
+_DEMO_CACHE = 1024
+
+
+def _rules(analysis: _Analysis, schema: _Schema, level: int) -> list[dict[str, Any]]:
+    """The search the rules write; a question outside the schema gets the abstention search."""
+    if level == 0 and out_of_schema(analysis, schema):
+        return _finish([abstain_hop(analysis, schema)], schema)
+    return _search(analysis, schema, level)
+
+
+def _agent_action(json_schema: dict[str, Any]) -> list[str] | None:
+    """The actions an agent's turn schema allows (``search``/``answer``), or None for another schema."""
+    action = (json_schema.get("properties") or {}).get("action")
+    if not isinstance(action, dict):
+        return None
+    options = action.get("enum")
+    if not isinstance(options, list) or "answer" not in options:
+        return None
+    return [str(o) for o in options]
+
+
+def _act(messages: Sequence[Message], actions: list[str]) -> dict[str, Any]:
+    """An agent's turn: search the question once when nothing was retrieved yet, else answer from the results.
+
+    The question is in the first user turn; results come in it (pre-retrieval) and in later
+    turns (tool results), so every user turn is read.
+    """
+    turns = [m["content"] for m in messages if m["role"] == "user" and not m["content"].startswith(_REPAIR_PREFIX)]
+    results = [r for turn in turns for r in read_results(turn)[0]]
+    question = _question(read_results(turns[0])[1]) if turns else ""
+    searched = any(m["role"] == "assistant" for m in messages)
+    empty: dict[str, Any] = {"tool": None, "query": None, "k": None, "where": None, "answer": None, "citations": []}
+    if not results and not searched and "search" in actions:
+        return {**empty, "action": "search", "query": question, "tool": _first_tool(messages)}
+    answer = _compose("\n\n".join(turns))
+    return {**empty, "action": "answer", "answer": answer.text, "citations": list(answer.labels)}
+
+
+def _first_tool(messages: Sequence[Message]) -> str | None:
+    """The first tool the system prompt lists (``- search_docs(query, k, where): ...``)."""
+    for message in messages:
+        if message["role"] == "system":
+            for line in message["content"].splitlines():
+                if line.startswith("- ") and "(query" in line:
+                    return line[2:].split("(", 1)[0].strip()
+    return None
 
 
 def _request(messages: Sequence[Message]) -> tuple[str, int]:

@@ -43,6 +43,8 @@ class _Schema:
     hop_fields: frozenset[str] = frozenset()
     # label -> numeric field -> the stems that name it (field name, description)
     numeric: dict[str, dict[str, frozenset[str]]] = field(default_factory=dict)
+    # stems of every entity field's name and description: a question word among them asks for a property
+    field_vocab: frozenset[str] = frozenset()
 
 
 def _schema_from_json(json_schema: dict[str, Any], kb: NameLookup | None) -> _Schema:
@@ -121,4 +123,13 @@ def _schema_from_json(json_schema: dict[str, Any], kb: NameLookup | None) -> _Sc
                 info = fields[name]
                 text = " ".join(split_identifier(name)) + " " + (info.description or "")
                 numeric.setdefault(label, {})[name] = frozenset(_content_words(text))
-    return _Schema(entity_labels, relations, phrases, max_hops, hop_fields, numeric)
+    field_vocab: set[str] = set()
+    if graph is not None:
+        for label in entity_labels:
+            if label not in graph.entities:
+                continue
+            for name, info in graph.entities[label].model_fields.items():
+                if name != "label":
+                    text = " ".join(split_identifier(name)) + " " + (info.description or "")
+                    field_vocab.update(_content_words(text))
+    return _Schema(entity_labels, relations, phrases, max_hops, hop_fields, numeric, frozenset(field_vocab))
