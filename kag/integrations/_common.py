@@ -8,9 +8,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 import pydantic
 
@@ -26,6 +28,7 @@ __all__ = [
     "KnowledgeSource",
     "TripletSearchCore",
     "as_knowledge",
+    "blocking_call",
     "hit_metadata",
     "knowledge_base_of",
 ]
@@ -42,8 +45,24 @@ TOOL_ERRORS: tuple[type[Exception], ...] = (
     pydantic.ValidationError,
 )
 
+R = TypeVar("R")
+
 MAX_TOOL_K = 100
 MAX_HOPS = 5
+
+
+def blocking_call(fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> R:
+    """Call a blocking kag facade method (``knowledge.sync.search``...) from a framework's sync API.
+
+    Inside a running event loop (Jupyter, or a framework's own loop) the facade would refuse; the call
+    then runs on a worker thread, where the facade's private loop is free to run, and this thread waits.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return fn(*args, **kwargs)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kag-sync") as pool:
+        return pool.submit(fn, *args, **kwargs).result()
 
 
 def as_knowledge(source: Any, *, name: str = "knowledge") -> Knowledge:

@@ -4,8 +4,8 @@
   ``invoke(query)`` returns the hits of ``knowledge.search`` as ``Document``s (facts first, then passages),
   in the same order and with the same scores; see :func:`kag.integrations._common.hit_metadata` for the
   metadata. ``k``, ``where`` and ``mode`` are fields, and may be given per call (``invoke(q, k=3)``).
-  ``ainvoke`` awaits kag directly; ``invoke`` runs on kag's blocking facade (``knowledge.sync``), so in
-  async code (Jupyter, FastAPI) use ``ainvoke``.
+  ``ainvoke`` awaits kag directly; ``invoke`` runs on kag's blocking facade (``knowledge.sync``), on a
+  worker thread when it is called inside a running event loop (Jupyter); in async code prefer ``ainvoke``.
 * :func:`triplet_search_tool`: a ``StructuredTool`` whose ``args_schema`` is the strict triplet-search
   schema kag sends its own models (labels and fields as enums); it returns the facts and their Cypher as
   JSON text, and the :class:`~kag.TripletResults` as the tool message's artifact.
@@ -23,7 +23,14 @@ from typing import Any, Literal
 from pydantic import ConfigDict
 
 from kag.errors import MissingDependencyError
-from kag.integrations._common import TOOL_ERRORS, KnowledgeSource, TripletSearchCore, as_knowledge, hit_metadata
+from kag.integrations._common import (
+    TOOL_ERRORS,
+    KnowledgeSource,
+    TripletSearchCore,
+    as_knowledge,
+    blocking_call,
+    hit_metadata,
+)
 from kag.knowledge import Knowledge, KnowledgeTool, SearchHit, TripletResults
 
 try:
@@ -84,7 +91,7 @@ class KagRetriever(BaseRetriever):
         where: dict[str, Any] | None = None,
         mode: SearchMode | None = None,
     ) -> list[Document]:
-        hits = self.knowledge.sync.search(query, **self._options(k, where, mode))
+        hits = blocking_call(self.knowledge.sync.search, query, **self._options(k, where, mode))
         return [to_document(hit) for hit in hits]
 
     async def _aget_relevant_documents(
@@ -122,7 +129,7 @@ def triplet_search_tool(
     def run(**arguments: Any) -> tuple[str, TripletResults]:
         try:
             checked = core.check(arguments)
-            results = core.kb.sync.triplet_search(checked, k=core.k, threshold=core.threshold)
+            results = blocking_call(core.kb.sync.triplet_search, checked, k=core.k, threshold=core.threshold)
         except TOOL_ERRORS as exc:
             raise ToolException(core.error_text(exc)) from exc
         return core.render(results), results
@@ -164,8 +171,8 @@ def knowledge_tool(
 
     def run(query: str, k: int | None = None, where: Any = None) -> str:
         try:
-            # the coroutine runs on the knowledge's own blocking facade, like every other sync call
-            rendered = target.sync._run(tool.run(query, k, where))
+            # on the knowledge's own blocking facade, like every other sync call on it
+            rendered = blocking_call(lambda: target.sync._run(tool.run(query, k, where)))
         except TOOL_ERRORS as exc:
             raise ToolException(f"Error: {exc}") from exc
         return rendered.text

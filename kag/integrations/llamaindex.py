@@ -3,7 +3,8 @@
 * :class:`KagRetriever`: a ``BaseRetriever`` over a :class:`~kag.Knowledge` or :class:`~kag.KnowledgeBase`
   returning ``NodeWithScore``s: exactly the hits of ``knowledge.search`` (facts first, then passages), in
   order, with kag's scores and the metadata of :func:`kag.integrations._common.hit_metadata`. It plugs into
-  a ``RetrieverQueryEngine``. ``aretrieve`` awaits kag directly; ``retrieve`` runs on kag's blocking facade.
+  a ``RetrieverQueryEngine``. ``aretrieve`` awaits kag directly; ``retrieve`` runs on kag's blocking facade
+  (on a worker thread inside a running event loop, as in Jupyter).
 * :func:`triplet_search_tool`: a ``FunctionTool`` whose parameters are the strict triplet-search schema kag
   sends its own models (``metadata.get_parameters_dict()`` and ``to_openai_tool()`` give it unchanged).
 * :func:`knowledge_tool`: kag's ``search_<name>`` tool as a ``FunctionTool``.
@@ -24,7 +25,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from kag.errors import MissingDependencyError
-from kag.integrations._common import TOOL_ERRORS, KnowledgeSource, TripletSearchCore, as_knowledge, hit_metadata
+from kag.integrations._common import (
+    TOOL_ERRORS,
+    KnowledgeSource,
+    TripletSearchCore,
+    as_knowledge,
+    blocking_call,
+    hit_metadata,
+)
 from kag.knowledge import Knowledge, KnowledgeTool, SearchHit
 from kag.query.triplet import TripletChain, TripletSearch
 
@@ -89,7 +97,8 @@ class KagRetriever(BaseRetriever):
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        hits = self.knowledge.sync.search(query_bundle.query_str, k=self.k, where=self.where, mode=self.mode)
+        search = self.knowledge.sync.search
+        hits = blocking_call(search, query_bundle.query_str, k=self.k, where=self.where, mode=self.mode)
         return [to_node(hit) for hit in hits]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
@@ -184,7 +193,7 @@ def triplet_search_tool(
     core = TripletSearchCore(source, k=k, threshold=threshold, max_hops=max_hops, name=name, description=description)
 
     def run(**arguments: Any) -> Any:
-        return core.kb.sync.triplet_search(core.check(arguments), k=core.k, threshold=core.threshold)
+        return blocking_call(core.kb.sync.triplet_search, core.check(arguments), k=core.k, threshold=core.threshold)
 
     async def arun(**arguments: Any) -> Any:
         return await core.run(arguments)
@@ -214,7 +223,8 @@ def knowledge_tool(
     tool = KnowledgeTool(target, name=name, description=description, max_k=max_k, strict=True)
 
     def run(query: str, k: int | None = None, where: Any = None) -> Any:
-        return target.sync._run(tool.run(query, k, where))  # on the knowledge's own blocking facade
+        # on the knowledge's own blocking facade, like every other sync call on it
+        return blocking_call(lambda: target.sync._run(tool.run(query, k, where)))
 
     async def arun(query: str, k: int | None = None, where: Any = None) -> Any:
         return await tool.run(query, k, where)

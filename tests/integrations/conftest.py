@@ -16,6 +16,7 @@ import pytest
 
 import kag
 from kag.examples.world import ENTITY_MODELS, RELATION_MODELS, world_items
+from tests.integrations.cases import CAPITAL_OF_FRANCE
 
 NAMESPACE = "kag_integrations"
 
@@ -100,15 +101,6 @@ def world(request: pytest.FixtureRequest) -> kag.Knowledge:
     """``memory_world`` and ``neo4j_world`` in turn."""
     knowledge: kag.Knowledge = request.getfixturevalue(f"{request.param}_world")
     return knowledge
-
-
-CAPITAL_OF_FRANCE: dict[str, Any] = {
-    "subject_label": "City",
-    "subject_similarity_search": "*",
-    "relation_label": "IsCapitalOf",
-    "object_label": "Country",
-    "object_similarity_search": "France",
-}
 
 
 async def schema_kag_sends(kb: kag.KnowledgeBase, *, max_hops: int = 1) -> dict[str, Any]:

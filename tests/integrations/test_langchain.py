@@ -18,28 +18,8 @@ import kag
 from kag.errors import ConfigError
 from kag.integrations.langchain import KagRetriever, knowledge_tool, triplet_search_tool
 from kag.knowledge.hits import SearchHit, TripletResults
-from tests.integrations.conftest import CAPITAL_OF_FRANCE, schema_kag_sends
-
-QUERIES: list[tuple[str, dict[str, Any]]] = [
-    ("What is the capital of France?", {}),
-    ("capital of Germany", {"k": 2}),
-    ("Which continent is Peru in?", {"k": 4, "mode": "keyword"}),
-    ("the capital city on a river", {"k": 3, "where": {"lang": "en"}}),
-    ("Hauptstadt Japan", {"mode": "vector", "where": {"year": {"$gte": 2020}}}),
-]
-
-SEARCHES: list[dict[str, Any]] = [
-    CAPITAL_OF_FRANCE,
-    {**CAPITAL_OF_FRANCE, "subject_label": "*", "relation_label": "*", "object_similarity_search": "Japan"},
-    {**CAPITAL_OF_FRANCE, "relation_label": "IsCityOf", "count": True},
-    {
-        **CAPITAL_OF_FRANCE,
-        "relation_label": "IsCityOf",
-        "object_similarity_search": "Germany",
-        "order_by": {"side": "subject", "field": "population", "direction": "desc"},
-        "limit": 2,
-    },
-]
+from tests.integrations.cases import BAD_CALLS, CAPITAL_OF_FRANCE, QUERIES, SEARCHES
+from tests.integrations.conftest import schema_kag_sends
 
 
 def assert_same(docs: Sequence[Document], hits: Sequence[SearchHit]) -> None:
@@ -147,15 +127,6 @@ async def test_a_tool_call_answers_a_tool_message_with_the_results_as_artifact(w
     assert json.loads(message.content)["facts"][0]["text"] == "Paris -[IsCapitalOf]-> France"
 
 
-BAD_CALLS: list[tuple[dict[str, Any], str]] = [
-    ({**CAPITAL_OF_FRANCE, "subject_label": "Planet"}, re.escape('"Planet" is not one of ["Continent", "Country"')),
-    ({**CAPITAL_OF_FRANCE, "relation_label": "IsInContinent"}, "IsInContinent"),  # a City is no subject of it
-    ({**CAPITAL_OF_FRANCE, "limit": 1}, "order_by"),  # the planner refuses limit without order_by
-    ({**CAPITAL_OF_FRANCE, "negated": "yes"}, "negated"),
-    ({"subject_label": "City"}, "missing required property 'relation_label'"),
-]
-
-
 @pytest.mark.parametrize(("arguments", "message"), BAD_CALLS)
 async def test_a_bad_call_comes_back_to_the_agent_as_a_tool_error(
     memory_world: kag.Knowledge, arguments: dict[str, Any], message: str
@@ -198,3 +169,15 @@ def test_the_blocking_knowledge_tool_gives_the_same(memory_world: kag.Knowledge)
     args = {"query": "capital of Germany", "k": 10, "where": None}
     expected = kag.KnowledgeTool(memory_world, max_k=3)
     assert tool.invoke(args) == memory_world.sync._run(expected(**args))
+
+
+async def test_blocking_calls_work_inside_a_running_event_loop(memory_world: kag.Knowledge) -> None:
+    """As in Jupyter: kag's blocking facade refuses a running loop, so the adapters run it on a worker thread."""
+    query = "capital of Germany"
+    assert_same(KagRetriever(memory_world, k=2).invoke(query), await memory_world.search(query, k=2))
+    direct = await memory_world.kb.triplet_search(CAPITAL_OF_FRANCE)
+    assert json.loads(triplet_search_tool(memory_world).invoke(CAPITAL_OF_FRANCE))["facts"] == [
+        hit.to_dict() for hit in direct
+    ]
+    args = {"query": query, "k": 2, "where": None}
+    assert knowledge_tool(memory_world).invoke(args) == await kag.KnowledgeTool(memory_world)(**args)

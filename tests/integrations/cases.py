@@ -1,0 +1,43 @@
+"""Queries, searches and bad tool calls both adapters' tests run (the same cases for LangChain and LlamaIndex)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+CAPITAL_OF_FRANCE: dict[str, Any] = {
+    "subject_label": "City",
+    "subject_similarity_search": "*",
+    "relation_label": "IsCapitalOf",
+    "object_label": "Country",
+    "object_similarity_search": "France",
+}
+
+QUERIES: list[tuple[str, dict[str, Any]]] = [
+    ("What is the capital of France?", {}),
+    ("capital of Germany", {"k": 2}),
+    ("Which continent is Peru in?", {"k": 4, "mode": "keyword"}),
+    ("the capital city on a river", {"k": 3, "where": {"lang": "en"}}),
+    ("Hauptstadt Japan", {"mode": "vector", "where": {"year": {"$gte": 2020}}}),
+]
+
+SEARCHES: list[dict[str, Any]] = [
+    CAPITAL_OF_FRANCE,
+    {**CAPITAL_OF_FRANCE, "subject_label": "*", "relation_label": "*", "object_similarity_search": "Japan"},
+    {**CAPITAL_OF_FRANCE, "relation_label": "IsCityOf", "count": True},
+    {
+        **CAPITAL_OF_FRANCE,
+        "relation_label": "IsCityOf",
+        "object_similarity_search": "Germany",
+        "order_by": {"side": "subject", "field": "population", "direction": "desc"},
+        "limit": 2,
+    },
+]
+
+BAD_CALLS: list[tuple[dict[str, Any], str]] = [
+    ({**CAPITAL_OF_FRANCE, "subject_label": "Planet"}, re.escape('"Planet" is not one of ["Continent", "Country"')),
+    ({**CAPITAL_OF_FRANCE, "relation_label": "IsInContinent"}, "IsInContinent"),  # a City is no subject of it
+    ({**CAPITAL_OF_FRANCE, "limit": 1}, "order_by"),  # the planner refuses limit without order_by
+    ({**CAPITAL_OF_FRANCE, "negated": "yes"}, "negated"),
+    ({"subject_label": "City"}, "missing required property 'relation_label'"),
+]
