@@ -21,7 +21,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from collections import Counter
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -95,8 +95,8 @@ def skeleton(a: _Analysis) -> list[str]:
     return out
 
 
-def _features(sk: Sequence[str]) -> Counter[str]:
-    feats: Counter[str] = Counter()
+def _features(sk: Sequence[str]) -> dict[str, float]:
+    feats: dict[str, float] = defaultdict(float)
     for w in sk:
         feats[w] += 1.0 if w not in _STOPWORDS else 0.5
     for x, y in itertools.pairwise(sk):
@@ -146,9 +146,11 @@ def _name_for(a: _Analysis, index: int, label: str) -> tuple[str, str] | None:
 
 def adapt(demo: Demo, demo_a: _Analysis, a: _Analysis, schema: _Schema) -> list[dict[str, Any]] | None:
     """The demo's hops rewritten for the new question, or None when they do not map onto it."""
-    if any(h.get("count") for h in demo.hops) != a.count:
+    # the questions must agree on what their words say: "how many", and a negation word (a demo may still
+    # teach a negation its words do not spell with one: "anything but X")
+    if demo_a.count != a.count or demo_a.negated != a.negated:
         return None
-    if any(h.get("negated") for h in demo.hops) != a.negated:
+    if a.negated and not any(h.get("negated") for h in demo.hops):
         return None
     used: dict[int, int] = {}  # demo mention index -> order of first use
     for hop in demo.hops:
@@ -178,7 +180,8 @@ def adapt(demo: Demo, demo_a: _Analysis, a: _Analysis, schema: _Schema) -> list[
                     return None
                 new[f"{side}_label"] = label if label != ANY else ANY
                 new[f"{side}_similarity_search"] = fit[1]
-            elif free_demo and name_key(text) == name_key(free_demo):
+            elif hop.get("relation_label") == ANY or (free_demo and name_key(text) == name_key(free_demo)):
+                # the free words of an abstention search (any relation): the new question's own
                 if not free_new:
                     return None
                 new[f"{side}_similarity_search"] = free_new
