@@ -38,7 +38,7 @@ from kag.programs.prompts import (
 from kag.query.plan import MAX_HOPS, plan_triplet_search
 from kag.query.triplet import triplet_chain_schema, triplet_search_schema
 from kag.query.typed_search import typed_triplet_chain_schema, typed_triplet_search_schema
-from kag.training.trace import record
+from kag.training.trace import forced_output, record
 from kag.training.variables import Demo, Variable
 from kag.validation import check_k, check_threshold
 
@@ -172,7 +172,9 @@ class KnowledgeRetriever(Module):
             except ValueError as exc:
                 raise ConfigError(f"examples[{i}] holds a search that cannot run here: {exc}") from exc
             demos.append(Demo(json.loads(json.dumps(dict(example_in), default=str)), dict(example_out)))
-        instructions_copy = instructions if instructions is None or isinstance(instructions, str) else list(instructions)
+        instructions_copy = (
+            instructions if instructions is None or isinstance(instructions, str) else list(instructions)
+        )
         self.variable = Variable(instructions=instructions_copy, demos=demos, trainable=trainable)
         self._output_models: dict[tuple[type[BaseModel], ...], type[BaseModel]] = {}
 
@@ -213,6 +215,39 @@ class KnowledgeRetriever(Module):
             self.knowledge_base.embedder,
             lambda d: render_template(self._template, template_variables(d.input)),
         )
+
+    def output_variants(self, search: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Searches one edit away from ``search`` that can run here (for optimizers that explore).
+
+        Per pattern: either direction (``bidirectional``), the sides swapped (the relation read the
+        other way), the negation and the count flipped. A failed question whose variant answers it
+        becomes a demo, which is how training teaches a model a pattern it never writes by itself.
+        """
+        hops = [dict(h) for h in search["hops"]] if isinstance(search.get("hops"), list) else [dict(search)]
+        variants: list[dict[str, Any]] = []
+        seen = {json.dumps(search, sort_keys=True)}
+        for i, hop in enumerate(hops):
+            edits = [
+                {"bidirectional": not hop.get("bidirectional", False)},
+                _swapped(hop),
+                {"negated": not hop.get("negated", False)},
+            ]
+            if i == len(hops) - 1:
+                edits.append({"count": not hop.get("count", False)})
+            for edit in edits:
+                changed = [dict(h) for h in hops]
+                changed[i] = {**hop, **edit}
+                candidate: dict[str, Any] = {"hops": changed} if "hops" in search else changed[0]
+                key = json.dumps(candidate, sort_keys=True)
+                if key in seen:
+                    continue
+                seen.add(key)
+                try:
+                    self.validate_search(candidate)
+                except ValueError:
+                    continue
+                variants.append(candidate)
+        return variants
 
     @property
     def schema(self) -> dict[str, Any]:
@@ -308,12 +343,14 @@ class KnowledgeRetriever(Module):
         items = as_list(inputs)
         given = items if len(items) > 1 else items[0]
         messages = self.messages(given, await self.demos_for(given))
-        search = await self.language_model.generate(
-            messages,
-            self.search_schema,
-            validate=self.validate_search,
-            schema_name="triplet_chain" if self.max_hops > 1 else "triplet_search",
-        )
+        search = forced_output(self.name)  # an optimizer exploring a variant of this call
+        if search is None:
+            search = await self.language_model.generate(
+                messages,
+                self.search_schema,
+                validate=self.validate_search,
+                schema_name="triplet_chain" if self.max_hops > 1 else "triplet_search",
+            )
         record(self.name, template_variables(given)["inputs"], search)
         results = await self.knowledge_base.triplet_search(
             search, k=self.k, threshold=self.threshold, schema=self.graph_schema
@@ -352,7 +389,8 @@ class KnowledgeRetriever(Module):
             "return_query": self.return_query,
             "max_hops": self.max_hops,
             "prompt_template": self.prompt_template,
-            "instructions": self.instructions if self.instructions is None or isinstance(self.instructions, str)
+            "instructions": self.instructions
+            if self.instructions is None or isinstance(self.instructions, str)
             else list(self.instructions),
             "examples": [[i, o] for i, o in self.examples],
             "variable": self.variable.get_config() if self.variable is not None else None,
@@ -391,3 +429,17 @@ class KnowledgeRetriever(Module):
     def summary_fields(self) -> str:
         model = getattr(self.language_model, "name", type(self.language_model).__name__)
         return f"model {model}; k={self.k}, threshold={self.threshold}, max_hops={self.max_hops}"
+
+
+def _swapped(hop: Mapping[str, Any]) -> dict[str, Any]:
+    """The pattern read the other way: subject and object sides exchanged."""
+    swapped = dict(hop)
+    swapped["subject_label"], swapped["object_label"] = hop.get("object_label"), hop.get("subject_label")
+    swapped["subject_similarity_search"] = hop.get("object_similarity_search", "*")
+    swapped["object_similarity_search"] = hop.get("subject_similarity_search", "*")
+    if "subject_where" in hop or "object_where" in hop:
+        swapped["subject_where"], swapped["object_where"] = hop.get("object_where", []), hop.get("subject_where", [])
+    order = hop.get("order_by")
+    if isinstance(order, Mapping) and order.get("side") in ("subject", "object"):
+        swapped["order_by"] = {**order, "side": "object" if order["side"] == "subject" else "subject"}
+    return swapped

@@ -61,7 +61,9 @@ class OptimizerContext:
     ``variables()`` copies of the current variables by module name; ``score(candidate)`` the mean
     validation reward of the program with those variables (cached per distinct candidate);
     ``assign(candidate)`` makes them the program's; ``describe(name)`` the module's effective
-    instructions, type and description.
+    instructions, type and description; ``explore(outcomes, threshold)`` reruns failed examples
+    with one module's output replaced by each of its variants (``module.output_variants``) and
+    returns the runs that reached ``threshold``.
     """
 
     variables: Callable[[], Candidate]
@@ -69,6 +71,7 @@ class OptimizerContext:
     assign: Callable[[Candidate], None]
     describe: Callable[[str], dict[str, Any]]
     rng: random.Random
+    explore: Callable[[Sequence[Outcome], float], Awaitable[list[Outcome]]] | None = None
     logs: dict[str, Any] = field(default_factory=dict)
 
 
@@ -112,6 +115,22 @@ class Optimizer:
         context.logs["candidates"] = len(candidates) + 1
         context.assign(best)
 
+    async def explore_failures(self, context: OptimizerContext, threshold: float, limit: int) -> None:
+        """Rerun up to ``limit`` failed examples with variants of their calls; keep the runs that pass.
+
+        The failed examples are chosen at random (the context's seeded generator), so each epoch
+        explores others; a found run replaces the failed one and so yields demos.
+        """
+        if not limit or context.explore is None:
+            return
+        failed = [o for _, o in sorted(self.outcomes.items()) if o.reward < threshold and o.traces]
+        chosen = sorted(context.rng.sample(failed, min(limit, len(failed))), key=lambda o: o.index)
+        found = await context.explore(chosen, threshold)
+        for outcome in found:
+            self.outcomes[outcome.index] = outcome
+        context.logs["explored"] = len(chosen)
+        context.logs["found"] = len(found)
+
     def passing(self, threshold: float) -> list[Outcome]:
         """The kept outcomes whose reward is at least ``threshold`` (and above 0), in dataset order."""
         return [o for _, o in sorted(self.outcomes.items()) if o.reward >= threshold and o.reward > 0]
@@ -150,6 +169,12 @@ def _check_count(value: Any, name: str) -> int:
     return value
 
 
+def _check_budget(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"explore must be an integer >= 0, got {value!r}.")
+    return value
+
+
 def _check_threshold(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
         raise ConfigError(f"threshold must be a number in [0, 1], got {value!r}.")
@@ -184,6 +209,7 @@ class RandomFewShot(Optimizer):
         self.min_reward = _check_threshold(min_reward)
 
     async def on_epoch_end(self, epoch: int, context: OptimizerContext) -> None:
+        # sampling among the program's own rewarded predictions only: no exploration
         rewarded = self.passing(self.min_reward)
         current = context.variables()
         pools = {name: _demos_of(rewarded, name) for name in current}
@@ -213,20 +239,37 @@ class BootstrapFewShot(Optimizer):
     each other. Each epoch runs the program with the demos chosen so far, which bootstraps more
     successful runs from the questions it failed before.
 
+    Where the program failed, it also explores: up to ``explore`` failed examples per epoch are
+    rerun with one call's output replaced by each of its variants (for a knowledge retriever: the
+    search with ``bidirectional``, the direction, the negation or the count flipped); a variant
+    that makes the answer right becomes a demo. This is how a model learns a search it never
+    writes by itself.
+
     Args:
         max_demos: runs per candidate. num_candidates: random candidates per epoch.
         threshold: the reward a run needs (1.0: only fully right answers).
+        explore: failed examples explored per epoch (0: none).
     """
 
     name = "bootstrap_few_shot"
 
-    def __init__(self, max_demos: int = 4, num_candidates: int = 4, *, threshold: float = 1.0, **kwargs: Any):
+    def __init__(
+        self,
+        max_demos: int = 4,
+        num_candidates: int = 4,
+        *,
+        threshold: float = 1.0,
+        explore: int = 16,
+        **kwargs: Any,
+    ):
         super().__init__(**kwargs)
         self.max_demos = _check_count(max_demos, "max_demos")
         self.num_candidates = _check_count(num_candidates, "num_candidates")
         self.threshold = _check_threshold(threshold)
+        self.explore = _check_budget(explore)
 
     async def on_epoch_end(self, epoch: int, context: OptimizerContext) -> None:
+        await self.explore_failures(context, self.threshold, self.explore)
         runs = self.passing(self.threshold)
         current = context.variables()
         candidates = []
@@ -250,6 +293,7 @@ class BootstrapFewShot(Optimizer):
             "max_demos": self.max_demos,
             "num_candidates": self.num_candidates,
             "threshold": self.threshold,
+            "explore": self.explore,
         }
 
 
@@ -262,18 +306,23 @@ class KNNFewShot(Optimizer):
 
     Args:
         k: demos shown per call. threshold: the reward a run needs. max_pool: the most demos kept
-            per module (the earliest runs; ``None``: all).
+            per module (the earliest runs; ``None``: all). explore: failed examples explored per
+            epoch, as ``BootstrapFewShot`` does (0: none).
     """
 
     name = "knn_few_shot"
 
-    def __init__(self, k: int = 4, *, threshold: float = 1.0, max_pool: int | None = None, **kwargs: Any):
+    def __init__(
+        self, k: int = 4, *, threshold: float = 1.0, max_pool: int | None = None, explore: int = 16, **kwargs: Any
+    ):
         super().__init__(**kwargs)
         self.k = _check_count(k, "k")
         self.threshold = _check_threshold(threshold)
         self.max_pool = None if max_pool is None else _check_count(max_pool, "max_pool")
+        self.explore = _check_budget(explore)
 
     async def on_epoch_end(self, epoch: int, context: OptimizerContext) -> None:
+        await self.explore_failures(context, self.threshold, self.explore)
         runs = self.passing(self.threshold)
         current = context.variables()
         candidates = []
@@ -283,7 +332,13 @@ class KNNFewShot(Optimizer):
         await self.choose(context, candidates)
 
     def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "k": self.k, "threshold": self.threshold, "max_pool": self.max_pool}
+        return {
+            **super().get_config(),
+            "k": self.k,
+            "threshold": self.threshold,
+            "max_pool": self.max_pool,
+            "explore": self.explore,
+        }
 
 
 _VARIANTS_SCHEMA_DOC = "Instruction variants, each a complete replacement of the current instructions."

@@ -4,6 +4,11 @@ While a program runs under :func:`tracing`, every trainable module call adds one
 :class:`TraceEntry` (module name, the input it was given, the output it produced).
 Optimizers turn the entries of well-rewarded runs into demos. Outside ``tracing``
 recording is a no-op, so programs pay nothing for it at inference.
+
+:func:`forcing` is the other direction, for exploration: inside it, a module whose name is
+given returns the given output instead of asking its model (:func:`forced_output`), so an
+optimizer can try a variant of a failed call and see whether the rest of the program then
+succeeds.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["TraceEntry", "record", "tracing"]
+__all__ = ["TraceEntry", "forced_output", "forcing", "record", "tracing"]
 
 
 @dataclass(frozen=True)
@@ -46,3 +51,22 @@ def tracing() -> Iterator[list[TraceEntry]]:
         yield entries
     finally:
         _TRACE.reset(token)
+
+
+_FORCED: ContextVar[dict[str, dict[str, Any]] | None] = ContextVar("kag_training_forced", default=None)
+
+
+def forced_output(module: str) -> dict[str, Any] | None:
+    """The output ``module`` must return in the current run (``None``: ask the model as usual)."""
+    outputs = _FORCED.get()
+    return None if outputs is None else outputs.get(module)
+
+
+@contextlib.contextmanager
+def forcing(outputs: dict[str, dict[str, Any]]) -> Iterator[None]:
+    """Inside the block, each module named in ``outputs`` returns that output without a model call."""
+    token = _FORCED.set(dict(outputs))
+    try:
+        yield
+    finally:
+        _FORCED.reset(token)

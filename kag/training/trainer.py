@@ -33,7 +33,7 @@ from kag.training.callbacks import Callback, CallbackList, ProgressBar
 from kag.training.history import History
 from kag.training.optimizers import Candidate, Optimizer, OptimizerContext, Outcome, get_optimizer
 from kag.training.rewards import Reward, get_reward
-from kag.training.trace import tracing
+from kag.training.trace import forcing, tracing
 from kag.training.variables import FORMAT, VERSION, Variable, check_variables_document
 
 __all__ = ["Trainer", "TrainerSync"]
@@ -266,6 +266,22 @@ class Trainer:
 
         return await _bounded(list(indices), one, concurrency)
 
+    async def _explore(
+        self, outcome: Outcome, x: Sequence[Any], y: Sequence[dict[str, Any]], threshold: float
+    ) -> Outcome | None:
+        """The first variant run of a failed example that reaches ``threshold`` (``None``: none does)."""
+        modules = self.trainable_modules()
+        for entry in outcome.traces:
+            variants_of = getattr(modules.get(entry.module), "output_variants", None)
+            if variants_of is None:
+                continue
+            for variant in variants_of(entry.output):
+                with forcing({entry.module: variant}):
+                    [(found, _)] = await self._score_examples([outcome.index], x, y, trace=True, concurrency=1)
+                if found.reward >= threshold:
+                    return found
+        return None
+
     def _summary(self, scored: Sequence[tuple[Outcome, dict[str, float]]], prefix: str = "") -> dict[str, Any]:
         n = len(scored)
         logs: dict[str, Any] = {f"{prefix}reward": sum(o.reward for o, _ in scored) / n if n else math.nan}
@@ -410,6 +426,10 @@ class Trainer:
         async def score(candidate: Candidate) -> float:
             return float(self._summary(await scored(candidate))["reward"])
 
+        async def explore(failed: Sequence[Outcome], threshold: float) -> list[Outcome]:
+            found = await _bounded(list(failed), lambda o: self._explore(o, items, labels, threshold), workers)
+            return [o for o in found if o is not None]
+
         history = History()
         extra = [ProgressBar()] if verbose else []
         callback_list = CallbackList([history, *extra, *(callbacks or ())])
@@ -441,6 +461,7 @@ class Trainer:
                 assign=self._assign,
                 describe=self.module_info,
                 rng=optimizer_rng,
+                explore=explore,
             )
             await optimizer.on_epoch_end(epoch, context)
             logs.update(context.logs)
