@@ -114,7 +114,7 @@ async def test_exploration_teaches_a_search_the_model_never_writes(program: kag.
     trained = (await program.evaluate(x, y))["reward"]
     assert trained >= 0.95 > untrained["reward"]
     demos = program.get_variables()["retriever"]["demos"]
-    assert demos and all(d["output"]["bidirectional"] for d in demos)
+    assert any(d["output"]["bidirectional"] for d in demos)  # the explored searches
 
 
 def test_explore_must_be_a_count() -> None:
