@@ -1,12 +1,13 @@
 # kag: two commands set everything up on a fresh machine.
 #   make demo   create .venv, install kag, run the demo on the embedded store (offline)
 #   make test   install dev dependencies, start Neo4j, run lint + types + the whole suite, stop Neo4j
+#   make docs   build the documentation site into site/ (strict, offline); open site/index.html
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 NEO4J  := bash deploy/neo4j/neo4j.sh
 
-.PHONY: demo test check lint typecheck pytest neo4j-install neo4j-start neo4j-stop neo4j-status bench schemas clean
+.PHONY: demo test docs check lint typecheck pytest neo4j-install neo4j-start neo4j-stop neo4j-status bench schemas clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +29,12 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed-dev
 	bash scripts/test.sh
+
+# the documentation site (Sphinx + MyST + furo) into site/: any warning fails, nothing is fetched; the
+# executed pages run in Jupyter kernels, whose scratch folder (jupyter_execute/, beside site/) is removed
+docs: $(VENV)/.installed-dev
+	$(BIN)/sphinx-build -q -W --keep-going -E -b html docs site
+	rm -rf jupyter_execute
 
 # lint + types + tests against an already running Neo4j (see neo4j-start)
 check: lint typecheck pytest
@@ -61,4 +68,4 @@ schemas: $(VENV)/.installed
 
 clean:
 	-$(NEO4J) stop
-	rm -rf .neo4j $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf .neo4j $(VENV) .pytest_cache .mypy_cache .ruff_cache site jupyter_execute

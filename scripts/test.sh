@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # `make test`: start a real Neo4j, run lint, types and the whole suite, always stop Neo4j.
 # Neo4j tests never skip here: KAG_REQUIRE_NEO4J=1 turns an unreachable server into a failure.
+# The documentation is tested by pytest too (tests/docs): every ```python block of README.md and docs/
+# runs (those marked neo4j against this server), and the site is built once in strict mode (warnings
+# are errors), as `make docs` builds it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NEO4J="bash deploy/neo4j/neo4j.sh"

@@ -1,0 +1,106 @@
+"""The documentation site builds in strict mode (any warning fails) and shows what a reader relies on.
+
+One build per test session, into a temporary directory, exactly as ``make docs`` builds ``site/``:
+broken links, a page missing from the navigation, a docstring that does not parse, a notebook or
+executed page whose code fails and an export autodoc cannot import all fail it.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sphinx.util.inventory import InventoryFile
+
+from tests.docs.blocks import ROOT
+
+sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+import kagdocs
+
+# what a page may load from elsewhere: nothing (src=, <link href=> and CSS url() pointing off the site)
+_EXTERNAL_ASSET = re.compile(
+    r"""<(?:script|img|iframe|source|audio|video|embed)\b[^>]*\bsrc=["']?(?:https?:)?//"""
+    r"""|<link\b[^>]*\bhref=["']?(?:https?:)?//"""
+    r"""|@import\s+(?:url\()?["']?(?:https?:)?//"""
+    r"""|url\(\s*["']?(?:https?:)?//""",
+    re.IGNORECASE,
+)
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    command = [sys.executable, "-m", "sphinx", "-q", "-W", "--keep-going", "-E", "-b", "html", "docs", str(out)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    # the executed notebooks' kernels log on the same stderr ("[IPKernelApp] WARNING | ..."): not Sphinx's
+    warnings = [
+        line for line in done.stderr.splitlines() if ("WARNING" in line or "ERROR" in line) and not line.startswith("[")
+    ]
+    assert done.returncode == 0, "the strict site build failed:\n" + "\n".join(
+        warnings or done.stderr.splitlines()[-40:]
+    )
+    return out
+
+
+def test_the_strict_build_has_every_page(site: Path) -> None:
+    sources = {
+        p.relative_to(ROOT / "docs").with_suffix("")
+        for p in (ROOT / "docs").rglob("*")
+        if p.suffix in (".md", ".rst", ".ipynb") and "_build" not in p.parts
+    }
+    built = {p.relative_to(site).with_suffix("") for p in site.rglob("*.html")}
+    assert sources <= built, sources - built
+
+
+def test_no_page_loads_anything_from_elsewhere(site: Path) -> None:
+    offending = []
+    for path in [*site.rglob("*.html"), *site.rglob("*.css")]:
+        for match in _EXTERNAL_ASSET.finditer(path.read_text(encoding="utf-8", errors="replace")):
+            offending.append(f"{path.relative_to(site)}: {match.group(0)[:120]}")
+    assert not offending
+
+
+def test_the_reference_documents_every_export(site: Path) -> None:
+    with open(site / "objects.inv", "rb") as f:
+        inventory = InventoryFile.load(f, "", lambda base, uri: uri)
+    python = {name for kind, entries in inventory.items() if kind.startswith("py:") for name in entries}
+    missing = [
+        f"{package}.{e.name} (as {e.target})"
+        for package in kagdocs.available_packages()
+        for e in kagdocs.reference_entries(package)
+        if e.kind != "module" and e.target not in python
+    ]
+    assert not missing
+    assert "kag.KnowledgeBase.triplet_search" in python  # members too, with their signatures
+
+
+def test_the_notebook_renders_with_its_pictures(site: Path) -> None:
+    page = (site / "notebooks" / "explore.html").read_text(encoding="utf-8")
+    assert "<svg" in page and "Lyon" in page  # the subgraph view, drawn when the site was built
+    assert "Paris -[IsCapitalOf]-&gt; France" in page  # a result table
+
+
+def test_executed_pages_show_the_cypher_kag_compiles(site: Path) -> None:
+    page = (site / "guides" / "triplet-language.html").read_text(encoding="utf-8")
+    assert "WHERE NOT EXISTS {" in page  # the negated hop, printed by the code above it
+    assert "Andorra -[Borders]-&gt; France; Andorra -[Borders]-&gt; Spain" in page
+    security = (site / "explanations" / "security.html").read_text(encoding="utf-8")
+    assert "vector.similarity.cosine" in security or "$l1_0" in security
+
+
+def test_the_benchmark_tables_come_from_the_results_file(site: Path) -> None:
+    results = (ROOT / "benchmarks" / "results.md").read_text(encoding="utf-8")
+    rows = [line for line in results.splitlines() if line.startswith("| ") and "---" not in line]
+    first_row = rows[1].split("|")[3].strip()  # the first data row's metric cell
+    page = (site / "explanations" / "performance.html").read_text(encoding="utf-8")
+    assert first_row.replace("<", "&lt;").replace(">", "&gt;") in page
+
+
+def test_search_and_highlighting_work_offline(site: Path) -> None:
+    index = (site / "searchindex.js").read_text(encoding="utf-8")
+    assert "triplet" in index and "knowledgebas" in index
+    page = (site / "getting-started" / "first-program.html").read_text(encoding="utf-8")
+    assert 'class="highlight-python' in page and '<span class="k">class</span>' in page
