@@ -1,0 +1,209 @@
+"""Training programs (``compile`` / ``fit`` / ``evaluate``): rewards before and after, fit cost, loop overhead.
+
+On the KGQA questions (``kag.datasets.load_kgqa``, split by seed and stratified by type) with the
+benchmark's program (``Query -> KnowledgeRetriever(max_hops=2) -> Generator(Answer)``):
+
+- **exact answers on the held-out test split by question type**, untrained and after ``fit`` with
+  each optimizer (``RandomFewShot``, ``BootstrapFewShot``, ``KNNFewShot``), for ``LexicalLM`` (the
+  offline matcher; its rules were tuned on these very questions, so this measures the mechanics,
+  not generalization) and, with ``--local N``, the packaged SmolLM2-135M on ``N`` questions of the
+  one-hop types;
+- **the cost of a fit**: model calls and wall time per epoch;
+- **the loop's own overhead**: a fit at concurrency 1, minus the time spent inside the program's
+  runs (model calls and graph searches), as a share of the fit's wall time (goal: under 5%).
+
+Run ``python -m benchmarks.bench_training [--per-type N] [--local N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+from benchmarks.common import Report, Result, log
+from kag.datasets import Answer, Query, load_kgqa, load_kgqa_graph
+from kag.knowledge.base import KnowledgeBase
+from kag.lm.base import BaseLanguageModel, Message
+from kag.lm.lexical import LexicalLM
+from kag.programs import Generator, Input, KnowledgeRetriever, Program
+from kag.training import BootstrapFewShot, ExactMatch, KNNFewShot, Optimizer, RandomFewShot
+
+OPTIMIZERS: dict[str, Callable[[], Optimizer]] = {
+    "RandomFewShot": lambda: RandomFewShot(max_demos=4, num_candidates=4, seed=0),
+    "BootstrapFewShot": lambda: BootstrapFewShot(max_demos=4, num_candidates=4, seed=0),
+    "KNNFewShot": lambda: KNNFewShot(k=4),
+}
+ONE_HOP = ["lookup", "inverse", "count"]
+
+
+class Counted:
+    """Counts a model's completions and the time spent in them (wraps ``_complete``)."""
+
+    def __init__(self, lm: BaseLanguageModel) -> None:
+        self.calls = 0
+        self.seconds = 0.0
+        inner = lm._complete
+
+        async def complete(messages: list[Message], schema: dict[str, Any], name: str) -> str:
+            t0 = time.perf_counter()
+            try:
+                return await inner(messages, schema, name)
+            finally:
+                self.calls += 1
+                self.seconds += time.perf_counter() - t0
+
+        lm._complete = complete  # type: ignore[method-assign]
+
+
+def build(kb: KnowledgeBase, lm: BaseLanguageModel, k: int = 300) -> Program:
+    """The KGQA benchmark's program shape."""
+    inputs = Input(data_model=Query, name="question")
+    facts = KnowledgeRetriever(knowledge_base=kb, language_model=lm, k=k, max_hops=2, name="retriever")(inputs)
+    answer = Generator(data_model=Answer, language_model=lm, name="answerer")(facts)
+    return Program(inputs=inputs, outputs=answer, name="kgqa")
+
+
+async def by_type(program: Program, x: list[Any], y: list[Any], types: list[str]) -> dict[str, Any]:
+    result = await program.evaluate(x, y, groups=types)
+    return {"all": result["reward"], **{k.split("/", 1)[1]: v for k, v in result.items() if k.startswith("reward/")}}
+
+
+def table(rows: dict[str, dict[str, float]], types: list[str]) -> str:
+    header = "| program | " + " | ".join(types) + " | all |"
+    lines = [header, "|" + "---|" * (len(types) + 2)]
+    for name, scores in rows.items():
+        lines.append(
+            f"| {name} | "
+            + " | ".join(f"{scores.get(t, float('nan')):.2f}" for t in types)
+            + f" | {scores['all']:.2f} |"
+        )
+    return "\n".join(lines)
+
+
+async def lexical(report: Report, per_type: int, seed: int) -> None:
+    kb = await load_kgqa_graph()
+    (x, y, _), (x_test, y_test, t_test) = load_kgqa(per_type=per_type, seed=seed, return_types=True)
+    types = sorted(set(t_test))
+    lm = LexicalLM(knowledge_base=kb)
+    counter = Counted(lm)
+    program = build(kb, lm)
+    program.compile(reward=ExactMatch())
+    rows = {"untrained": await by_type(program, x_test, y_test, t_test)}
+    for name, make in OPTIMIZERS.items():
+        program = build(kb, lm)
+        program.compile(reward=ExactMatch(), optimizer=make(), concurrency=4)
+        calls0, t0 = counter.calls, time.perf_counter()
+        history = await program.fit(x, y, epochs=1, validation_split=0.25, seed=seed, verbose=0)
+        wall = time.perf_counter() - t0
+        rows[f"{name} (fit)"] = await by_type(program, x_test, y_test, t_test)
+        report.add(
+            Result(
+                "training",
+                f"LexicalLM fit, {name}: model calls / wall time per epoch ({len(x)} training questions)",
+                wall,
+                "s",
+                note=f"{counter.calls - calls0} model calls; val_reward {history.history['val_reward'][-1]:.2f}",
+            )
+        )
+        log(f"{name}: fit {wall:.1f} s, test {rows[f'{name} (fit)']['all']:.3f}")
+    report.notes.append(
+        f"LexicalLM, exact answers on the held-out split ({len(x_test)} questions, seed {seed}; tuned on: yes, "
+        "its rules were written for these questions):\n\n" + table(rows, types)
+    )
+    for name, scores in rows.items():
+        report.add(Result("training", f"LexicalLM exact answers, test split, {name}", scores["all"], "share"))
+    # the loop's own cost: everything in fit that is not a program run
+    program = build(kb, lm)
+    program.compile(reward=ExactMatch(), optimizer=BootstrapFewShot(seed=0), concurrency=1)
+    inside = 0.0
+    run = program.call
+
+    async def timed(item: Any) -> Any:
+        nonlocal inside
+        t0 = time.perf_counter()
+        try:
+            return await run(item)
+        finally:
+            inside += time.perf_counter() - t0
+
+    program.call = timed  # type: ignore[method-assign]
+    t0 = time.perf_counter()
+    await program.fit(x, y, epochs=1, validation_split=0.25, seed=seed, verbose=0)
+    wall = time.perf_counter() - t0
+    share = (wall - inside) / wall
+    report.add(
+        Result(
+            "training",
+            "fit overhead: wall time outside program runs (LexicalLM, concurrency 1)",
+            share * 100,
+            "%",
+            goal="< 5%",
+            met=share < 0.05,
+            note=f"fit {wall:.2f} s, inside program runs {inside:.2f} s",
+        )
+    )
+
+
+async def local(report: Report, questions: int, seed: int) -> None:
+    from kag.lm.llamacpp import LlamaCppLM
+
+    kb = await load_kgqa_graph()
+    (x, y, _), (x_test, y_test, t_test) = load_kgqa(
+        types=ONE_HOP, per_type=max(2, questions // len(ONE_HOP)), seed=seed, return_types=True
+    )
+    lm = LlamaCppLM("local")
+    counter = Counted(lm)
+    program = build(kb, lm, k=50)
+    program.compile(reward=ExactMatch())
+    t0 = time.perf_counter()
+    rows = {"untrained": await by_type(program, x_test, y_test, t_test)}
+    untrained_s = time.perf_counter() - t0
+    program = build(kb, lm, k=50)
+    program.compile(reward=ExactMatch(), optimizer=KNNFewShot(k=4), concurrency=1)
+    calls0, t0 = counter.calls, time.perf_counter()
+    await program.fit(x, y, epochs=1, validation_split=0.25, seed=seed, verbose=0)
+    fit_s = time.perf_counter() - t0
+    rows["KNNFewShot (fit)"] = await by_type(program, x_test, y_test, t_test)
+    report.notes.append(
+        f"Packaged SmolLM2-135M, exact answers on {len(x_test)} held-out one-hop questions (not tuned on):\n\n"
+        + table(rows, sorted(set(t_test)))
+    )
+    report.add(Result("training", "SmolLM2-135M exact answers, untrained", rows["untrained"]["all"], "share",
+                      note=f"evaluation {untrained_s:.0f} s"))  # fmt: skip
+    report.add(
+        Result(
+            "training",
+            "SmolLM2-135M exact answers, KNNFewShot",
+            rows["KNNFewShot (fit)"]["all"],
+            "share",
+            goal=">= 0.70",
+            met=rows["KNNFewShot (fit)"]["all"] >= 0.70,
+            note=f"fit {fit_s:.0f} s, {counter.calls - calls0} model calls on {len(x)} training questions",
+        )
+    )
+
+
+async def run(per_type: int = 10, local_questions: int = 0, seed: int = 0) -> Report:
+    """The training benchmark (``local_questions`` > 0 adds the packaged model)."""
+    report = Report("Training programs (compile / fit / evaluate)")
+    await lexical(report, per_type, seed)
+    if local_questions:
+        await local(report, local_questions, seed)
+    return report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--per-type", type=int, default=10, help="KGQA questions per type before the split")
+    parser.add_argument("--local", type=int, default=0, metavar="N", help="also the packaged model on N questions")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    report = asyncio.run(run(args.per_type, args.local, args.seed))
+    print(report.markdown())
+
+
+if __name__ == "__main__":
+    main()
