@@ -25,6 +25,7 @@ from benchmarks import (
     bench_passages_ann,
     bench_rag_index,
     bench_scale,
+    bench_training,
     bench_triplet,
     bench_vector,
 )
@@ -53,6 +54,7 @@ NAMES = (
     "passages",
     "embedders",
     "local_lm",
+    "training",
 )
 
 
@@ -74,6 +76,9 @@ def main() -> None:
     )
     parser.add_argument(
         "--scale-sizes", type=int, nargs="*", default=list(bench_scale.SIZES), help="edge counts of the scale curve"
+    )
+    parser.add_argument(
+        "--training-local", type=int, default=30, metavar="N", help="questions for the packaged model's fit (0: none)"
     )
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args()
@@ -146,6 +151,8 @@ def run_one(name: str, args: argparse.Namespace, settings: Any) -> Report:
         return asyncio.run(bench_embedders.run())
     elif name == "local_lm":
         return asyncio.run(bench_local_lm.run())
+    elif name == "training":
+        return asyncio.run(bench_training.run(local_questions=args.training_local))
     elif name == "triplet":
         return asyncio.run(bench_triplet.run(settings, args.memory_edges, args.neo4j_edges, args.build_budget))
     elif name == "scale":
