@@ -1,7 +1,8 @@
 """The pictures the README and the site show, drawn by kag itself: ``python docs/_ext/pictures.py``.
 
 They are committed (GitHub shows the README's from the repository) and ``tests/docs/test_pictures.py``
-redraws them and fails when a committed one no longer matches what kag draws, so they cannot go stale.
+redraws them (``--check``, in a fresh process: a view's label colours depend on what the process drew
+before) and fails when a committed one no longer matches what kag draws, so they cannot go stale.
 """
 
 from __future__ import annotations
@@ -48,7 +49,24 @@ def render() -> dict[str, str]:
     return {"subgraph-france.svg": asyncio.run(_subgraph()), "program.svg": asyncio.run(_program())}
 
 
+def stale() -> list[str]:
+    """The committed pictures that differ from what kag draws now (or are missing, or left over)."""
+    drawn = render()
+    committed = {p.name for p in PICTURES.glob("*.svg")}
+    changed = [
+        name
+        for name, svg in drawn.items()
+        if name not in committed or (PICTURES / name).read_text("utf-8") != svg + "\n"
+    ]
+    return sorted(changed + list(committed - set(drawn)))
+
+
 def main() -> int:
+    if sys.argv[1:] == ["--check"]:
+        changed = stale()
+        for name in changed:
+            print(f"{name} does not match what kag draws: run `.venv/bin/python docs/_ext/pictures.py`")
+        return 1 if changed else 0
     PICTURES.mkdir(parents=True, exist_ok=True)
     for name, svg in render().items():
         (PICTURES / name).write_text(svg + "\n", encoding="utf-8")
