@@ -16,11 +16,10 @@ from typing import Any, TypeVar
 
 import pydantic
 
-from kag.datamodels.schema import provider_schema
-from kag.errors import ConfigError, InvalidInputError, JSONSchemaValidationError, SchemaError
-from kag.knowledge import Knowledge, KnowledgeBase, SearchHit, TripletResults
-from kag.lm.jsonschema_check import fill_defaults, validate_json_schema
-from kag.query.triplet import triplet_chain_schema, triplet_search_schema
+from kag.datamodels.schema import DEFAULT_KEY, provider_schema
+from kag.errors import ConfigError, InvalidInputError, SchemaError
+from kag.knowledge import Knowledge, KnowledgeBase, SearchHit, TripletHit, TripletResults
+from kag.query.triplet import TripletChain, TripletSearch, triplet_chain_schema, triplet_search_schema
 from kag.validation import check_k, check_threshold
 
 __all__ = [
@@ -29,6 +28,7 @@ __all__ = [
     "TripletSearchCore",
     "as_knowledge",
     "blocking_call",
+    "fact_payload",
     "hit_metadata",
     "knowledge_base_of",
 ]
@@ -41,7 +41,6 @@ KnowledgeSource = Knowledge | KnowledgeBase
 TOOL_ERRORS: tuple[type[Exception], ...] = (
     InvalidInputError,
     SchemaError,
-    JSONSchemaValidationError,
     pydantic.ValidationError,
 )
 
@@ -128,10 +127,9 @@ class TripletSearchCore:
 
     ``parameters`` is ``provider_schema(triplet_search_schema(kb.schema))`` (or of the chain schema when
     ``max_hops > 1``): the very schema kag's own programs send a language model, labels and fields as
-    enums. :meth:`run` fills the omitted properties that have a default (as kag does for its models),
-    checks the arguments against the strict schema and runs ``kb.triplet_search`` with the tool's ``k``
-    and ``threshold``; :meth:`render` is the JSON text an agent reads: the facts, ``count`` for a
-    counting search and the compiled ``cypher``.
+    enums. :meth:`run` checks the arguments (:meth:`check`) and runs ``kb.triplet_search`` with the
+    tool's ``k`` and ``threshold``; :meth:`render` is the JSON text an agent reads: the facts, ``count``
+    for a counting search and the compiled ``cypher``.
     """
 
     def __init__(
@@ -150,11 +148,13 @@ class TripletSearchCore:
         self.max_hops = check_k(max_hops, name="max_hops", maximum=MAX_HOPS, error=ConfigError)
         self.name = name
         graph = self.kb.schema
-        # kept with kag's `kag:default` annotations: they fill what an agent leaves out
         self.checked_schema = (
             triplet_search_schema(graph) if self.max_hops == 1 else triplet_chain_schema(graph, self.max_hops)
         )
         self.parameters: dict[str, Any] = provider_schema(self.checked_schema)
+        # what an agent must give in each search: the properties without a declared default (the labels)
+        single = triplet_search_schema(graph)
+        self._must_give = tuple(name for name in single["required"] if DEFAULT_KEY not in single["properties"][name])
         self.description = description or self._describe()
 
     def _describe(self) -> str:
@@ -171,13 +171,26 @@ class TripletSearchCore:
             'Use "*" for any label or any text. Returns the facts (best first) and the Cypher they came from.'
         )
 
-    def check(self, arguments: Any) -> dict[str, Any]:
-        """The arguments with defaults filled in, checked against the strict schema."""
+    def check(self, arguments: Any) -> TripletSearch | TripletChain:
+        """The arguments as a search, checked as strictly as kag checks its own models' answers.
+
+        The properties the schema declares without a default (the labels) must be given; the rest is
+        validated strictly (no coercion: ``"yes"`` is no boolean, ``"2"`` no integer) by the search
+        models themselves, and the labels, fields and endpoint types by the planner when the search runs.
+        """
         if not isinstance(arguments, Mapping):
             raise InvalidInputError(f"{self.name} takes a JSON object of arguments, got {type(arguments).__name__}.")
-        filled: dict[str, Any] = fill_defaults(dict(arguments), self.checked_schema)
-        validate_json_schema(filled, self.checked_schema)
-        return filled
+        if self.max_hops == 1:
+            _require(arguments, self._must_give, "")
+            return TripletSearch.model_validate(dict(arguments), strict=True)
+        _require(arguments, ("hops",), "")
+        hops = arguments["hops"]
+        if not isinstance(hops, list) or not 1 <= len(hops) <= self.max_hops:
+            raise InvalidInputError(f"hops must be a list of 1 to {self.max_hops} triplet searches.")
+        for i, hop in enumerate(hops):
+            if isinstance(hop, Mapping):
+                _require(hop, self._must_give, f"hops[{i}].")
+        return TripletChain.model_validate(dict(arguments), strict=True)
 
     async def run(self, arguments: Any) -> TripletResults:
         """Check ``arguments`` and run the search (raises one of :data:`TOOL_ERRORS` for a bad call)."""
@@ -185,10 +198,13 @@ class TripletSearchCore:
 
     @staticmethod
     def payload(results: TripletResults) -> dict[str, Any]:
-        """``{"facts": [...], "count": ..., "cypher": ...}`` (the query's parameters, vectors, are left out)."""
+        """``{"facts": [...], "count": ..., "cypher": ...}`` (the query's parameters, vectors, are left out).
+
+        Each fact is :func:`fact_payload`.
+        """
         query = results.query
         return {
-            "facts": [hit.to_dict() for hit in results],
+            "facts": [fact_payload(hit) for hit in results],
             "count": results.count,
             "cypher": query.text if query is not None else None,
         }
@@ -208,3 +224,28 @@ class TripletSearchCore:
             return f"Error: invalid triplet search: {problems}. Fix the arguments and call again."
         text = str(exc).rstrip()
         return f"Error: {text}{'' if text.endswith('.') else '.'} Fix the arguments and call again."
+
+
+def fact_payload(hit: TripletHit) -> dict[str, Any]:
+    """A fact as the tools show it: ``hit.to_dict()``, without ``path`` and ``relations`` for a single fact.
+
+    For one relation (or an entity on its own) they only repeat ``subject``/``relation``/``object``: an
+    agent reads fewer tokens, and the JSON is built in half the time. A chain keeps them.
+    """
+    if len(hit.relations) > 1:
+        return hit.to_dict()
+    rel = hit.relation
+    return {
+        "subject": (rel.subj if rel else hit.subject).to_dict(),
+        "relation": rel.properties() | {"label": rel.label} if rel else None,
+        "object": rel.obj.to_dict() if rel else None,
+        "score": hit.score,
+        "text": hit.text(),
+    }
+
+
+def _require(arguments: Mapping[str, Any], names: tuple[str, ...], where: str) -> None:
+    missing = [where + name for name in names if name not in arguments]
+    if missing:
+        labels = ' Every label must be given ("*" for any).' if any(m.endswith("_label") for m in missing) else ""
+        raise InvalidInputError(f"missing required argument(s) {missing}.{labels}")

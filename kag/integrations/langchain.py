@@ -6,7 +6,7 @@
   metadata. ``k``, ``where`` and ``mode`` are fields, and may be given per call (``invoke(q, k=3)``).
   ``ainvoke`` awaits kag directly; ``invoke`` runs on kag's blocking facade (``knowledge.sync``), on a
   worker thread when it is called inside a running event loop (Jupyter); in async code prefer ``ainvoke``.
-* :func:`triplet_search_tool`: a ``StructuredTool`` whose ``args_schema`` is the strict triplet-search
+* :func:`triplet_search_tool`: a ``BaseTool`` whose ``args_schema`` is the strict triplet-search
   schema kag sends its own models (labels and fields as enums); it returns the facts and their Cypher as
   JSON text, and the :class:`~kag.TripletResults` as the tool message's artifact.
 * :func:`knowledge_tool`: kag's ``search_<name>`` tool (:class:`~kag.KnowledgeTool`) as a ``StructuredTool``.
@@ -37,13 +37,13 @@ try:
     from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
     from langchain_core.documents import Document
     from langchain_core.retrievers import BaseRetriever
-    from langchain_core.tools import StructuredTool, ToolException
+    from langchain_core.tools import BaseTool, StructuredTool, ToolException
 except ImportError as exc:  # the optional extra is missing: say how to install it
     raise MissingDependencyError(
         "kag.integrations.langchain needs langchain-core: pip install 'kag[langchain]'"
     ) from exc
 
-__all__ = ["KagRetriever", "knowledge_tool", "to_document", "triplet_search_tool"]
+__all__ = ["KagRetriever", "KagTripletSearchTool", "knowledge_tool", "to_document", "triplet_search_tool"]
 
 SearchMode = Literal["hybrid", "vector", "keyword"]
 
@@ -107,6 +107,38 @@ class KagRetriever(BaseRetriever):
         return [to_document(hit) for hit in hits]
 
 
+class KagTripletSearchTool(BaseTool):
+    """The strict triplet search as a LangChain tool (build it with :func:`triplet_search_tool`).
+
+    A ``BaseTool`` of its own rather than a ``StructuredTool`` over a function: LangChain inspects a
+    wrapped function's signature on every call, which costs more than the adapter itself.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    core: TripletSearchCore
+    """The framework-free tool: schema, argument check, search, JSON text."""
+    response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
+    handle_tool_error: bool = True
+
+    def _run(self, **arguments: Any) -> tuple[str, TripletResults]:
+        core = self.core
+        try:
+            search = core.check(arguments)
+            results = blocking_call(core.kb.sync.triplet_search, search, k=core.k, threshold=core.threshold)
+        except TOOL_ERRORS as exc:
+            raise ToolException(core.error_text(exc)) from exc
+        return core.render(results), results
+
+    async def _arun(self, **arguments: Any) -> tuple[str, TripletResults]:
+        core = self.core
+        try:
+            results = await core.run(arguments)
+        except TOOL_ERRORS as exc:
+            raise ToolException(core.error_text(exc)) from exc
+        return core.render(results), results
+
+
 def triplet_search_tool(
     source: KnowledgeSource,
     *,
@@ -115,7 +147,7 @@ def triplet_search_tool(
     max_hops: int = 1,
     name: str = "triplet_search",
     description: str | None = None,
-) -> StructuredTool:
+) -> KagTripletSearchTool:
     """The strict triplet search over ``source``'s typed graph as a LangChain tool.
 
     ``args_schema`` is ``provider_schema(triplet_search_schema(kb.schema))`` (the chain schema of up to
@@ -125,32 +157,7 @@ def triplet_search_tool(
     :class:`~kag.TripletResults`.
     """
     core = TripletSearchCore(source, k=k, threshold=threshold, max_hops=max_hops, name=name, description=description)
-
-    def run(**arguments: Any) -> tuple[str, TripletResults]:
-        try:
-            checked = core.check(arguments)
-            results = blocking_call(core.kb.sync.triplet_search, checked, k=core.k, threshold=core.threshold)
-        except TOOL_ERRORS as exc:
-            raise ToolException(core.error_text(exc)) from exc
-        return core.render(results), results
-
-    async def arun(**arguments: Any) -> tuple[str, TripletResults]:
-        try:
-            results = await core.run(arguments)
-        except TOOL_ERRORS as exc:
-            raise ToolException(core.error_text(exc)) from exc
-        return core.render(results), results
-
-    return StructuredTool.from_function(
-        func=run,
-        coroutine=arun,
-        name=core.name,
-        description=core.description,
-        args_schema=core.parameters,
-        infer_schema=False,
-        response_format="content_and_artifact",
-        handle_tool_error=True,
-    )
+    return KagTripletSearchTool(name=core.name, description=core.description, args_schema=core.parameters, core=core)
 
 
 def knowledge_tool(

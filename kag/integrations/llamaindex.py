@@ -60,16 +60,16 @@ _HIDDEN = [
 
 def to_node(hit: SearchHit) -> NodeWithScore:
     """A kag hit as a ``NodeWithScore`` (node id: the chunk id of a passage, the relation id of a fact)."""
+    given: dict[str, Any] = {"id_": hit.id} if hit.id else {}  # no id: LlamaIndex makes one
+    if hit.document_id:
+        given["relationships"] = {NodeRelationship.SOURCE: RelatedNodeInfo(node_id=hit.document_id)}
     node = TextNode(
         text=hit.text,
         metadata=hit_metadata(hit),
         excluded_llm_metadata_keys=list(_HIDDEN),
         excluded_embed_metadata_keys=list(_HIDDEN),
+        **given,
     )
-    if hit.id:
-        node.id_ = hit.id
-    if hit.document_id:
-        node.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=hit.document_id)
     return NodeWithScore(node=node, score=hit.score)
 
 

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
 
+import pydantic
 import pytest
 
 import kag
-from kag.errors import ConfigError, InvalidInputError, JSONSchemaValidationError
+from kag.errors import ConfigError, InvalidInputError
 from kag.examples.seed import ENTITY_MODELS, RELATION_MODELS
 from kag.integrations._common import TripletSearchCore, as_knowledge, hit_metadata, knowledge_base_of
+from kag.query.triplet import TripletChain
 
 
 async def test_hit_metadata_of_facts_and_passages(memory_world: kag.Knowledge) -> None:
@@ -56,7 +59,7 @@ def test_triplet_core_settings_and_checks() -> None:
         with pytest.raises(ConfigError):
             TripletSearchCore(kb, **bad)  # type: ignore[arg-type]
     core = TripletSearchCore(kb)
-    filled = core.check(
+    search = core.check(
         {
             "subject_label": "City",
             "subject_similarity_search": "*",
@@ -65,13 +68,25 @@ def test_triplet_core_settings_and_checks() -> None:
             "object_similarity_search": "France",
         }
     )
-    # what a strict model may leave out is filled in from kag's defaults, as for kag's own models
-    assert filled["negated"] is False and filled["subject_where"] == [] and filled["order_by"] is None
-    with pytest.raises(JSONSchemaValidationError, match="Planet"):
-        core.check({**filled, "subject_label": "Planet"})
+    # what a strict model may leave out takes kag's declared defaults, as for kag's own models
+    assert isinstance(search, kag.TripletSearch)
+    assert search.negated is False and search.subject_where == [] and search.order_by is None
+    with pytest.raises(InvalidInputError, match=re.escape("['relation_label', 'object_label']")):
+        core.check({"subject_label": "City", "subject_similarity_search": "Paris"})
+    with pytest.raises(pydantic.ValidationError, match="valid integer"):
+        core.check({**search.model_dump(), "limit": "2"})  # strict: no coercion of "2"
     with pytest.raises(InvalidInputError, match="JSON object"):
         core.check(["City"])
     assert "Continent" not in core.description and "IsCapitalOf: City -> Country" in core.description
+
+    chain = TripletSearchCore(kb, max_hops=2)
+    hop = search.model_dump()
+    assert isinstance(chain.check({"hops": [hop, hop]}), TripletChain)
+    for hops in ([], [hop, hop, hop]):
+        with pytest.raises(InvalidInputError, match="1 to 2 triplet searches"):
+            chain.check({"hops": hops})
+    with pytest.raises(InvalidInputError, match=re.escape("'hops[1].object_label'")):
+        chain.check({"hops": [hop, {k: v for k, v in hop.items() if k != "object_label"}]})
 
 
 def _run(code: str) -> subprocess.CompletedProcess[str]:

@@ -18,7 +18,14 @@ import kag
 from kag.errors import ConfigError
 from kag.integrations.langchain import KagRetriever, knowledge_tool, triplet_search_tool
 from kag.knowledge.hits import SearchHit, TripletResults
-from tests.integrations.cases import BAD_CALLS, CAPITAL_OF_FRANCE, QUERIES, SEARCHES
+from tests.integrations.cases import (
+    BAD_CALLS,
+    CAPITAL_OF_FRANCE,
+    LIMA_TO_ITS_CONTINENT,
+    QUERIES,
+    SEARCHES,
+    expected_facts,
+)
 from tests.integrations.conftest import schema_kag_sends
 
 
@@ -94,27 +101,21 @@ async def test_the_triplet_tool_returns_what_triplet_search_returns(world: kag.K
     for search in SEARCHES:
         direct = await world.kb.triplet_search(search, k=5, threshold=0.8)
         answer = json.loads(await tool.ainvoke(search))
-        assert answer["facts"] == [hit.to_dict() for hit in direct]
+        assert answer["facts"] == expected_facts(direct)
         assert answer["count"] == direct.count and answer["cypher"] == direct.query.text
         assert answer["facts"] or answer["count"]
     chain = triplet_search_tool(world, max_hops=2)
-    hops = {
-        "hops": [
-            {**CAPITAL_OF_FRANCE, "subject_label": "Country", "relation_label": "IsInContinent", "object_label": "*"},
-        ]
-    }
-    hops["hops"][0]["subject_similarity_search"], hops["hops"][0]["object_similarity_search"] = "Peru", "*"
-    direct = await world.kb.triplet_search(hops, k=10, threshold=0.7)
-    answer = json.loads(await chain.ainvoke(hops))
-    assert answer["facts"] == [hit.to_dict() for hit in direct] and answer["facts"][0]["object"]["name"] == (
-        "South America"
-    )
+    direct = await world.kb.triplet_search(LIMA_TO_ITS_CONTINENT, k=10, threshold=0.7)
+    answer = json.loads(await chain.ainvoke(LIMA_TO_ITS_CONTINENT))
+    # a chain keeps the whole path: Lima -> Peru -> South America
+    assert answer["facts"] == expected_facts(direct) == [hit.to_dict() for hit in direct]
+    assert [e["name"] for e in answer["facts"][0]["path"]] == ["Lima", "Peru", "South America"]
 
 
 def test_the_blocking_triplet_tool_gives_the_same(memory_world: kag.Knowledge) -> None:
     tool = triplet_search_tool(memory_world.kb)
     direct = memory_world.kb.sync.triplet_search(CAPITAL_OF_FRANCE)
-    assert json.loads(tool.invoke(CAPITAL_OF_FRANCE))["facts"] == [hit.to_dict() for hit in direct]
+    assert json.loads(tool.invoke(CAPITAL_OF_FRANCE))["facts"] == expected_facts(direct)
 
 
 async def test_a_tool_call_answers_a_tool_message_with_the_results_as_artifact(world: kag.Knowledge) -> None:
@@ -176,8 +177,6 @@ async def test_blocking_calls_work_inside_a_running_event_loop(memory_world: kag
     query = "capital of Germany"
     assert_same(KagRetriever(memory_world, k=2).invoke(query), await memory_world.search(query, k=2))
     direct = await memory_world.kb.triplet_search(CAPITAL_OF_FRANCE)
-    assert json.loads(triplet_search_tool(memory_world).invoke(CAPITAL_OF_FRANCE))["facts"] == [
-        hit.to_dict() for hit in direct
-    ]
+    assert json.loads(triplet_search_tool(memory_world).invoke(CAPITAL_OF_FRANCE))["facts"] == expected_facts(direct)
     args = {"query": query, "k": 2, "where": None}
     assert knowledge_tool(memory_world).invoke(args) == await kag.KnowledgeTool(memory_world)(**args)

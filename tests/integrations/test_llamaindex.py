@@ -23,7 +23,14 @@ from llama_index.core.tools.calling import acall_tool, call_tool
 import kag
 from kag.integrations.llamaindex import KagRetriever, knowledge_tool, triplet_search_tool
 from kag.knowledge.hits import SearchHit, TripletResults
-from tests.integrations.cases import BAD_CALLS, CAPITAL_OF_FRANCE, QUERIES, SEARCHES
+from tests.integrations.cases import (
+    BAD_CALLS,
+    CAPITAL_OF_FRANCE,
+    LIMA_TO_ITS_CONTINENT,
+    QUERIES,
+    SEARCHES,
+    expected_facts,
+)
 from tests.integrations.conftest import schema_kag_sends
 
 
@@ -102,17 +109,21 @@ async def test_the_triplet_tool_returns_what_triplet_search_returns(world: kag.K
         output = await tool.acall(**search)
         assert isinstance(output, ToolOutput) and not output.is_error
         answer = json.loads(output.content)
-        assert answer["facts"] == [hit.to_dict() for hit in direct]
+        assert answer["facts"] == expected_facts(direct)
         assert answer["count"] == direct.count and answer["cypher"] == direct.query.text
         assert isinstance(output.raw_output, TripletResults)
         assert [h.ids for h in output.raw_output] == [h.ids for h in direct]
+    chain = triplet_search_tool(world, max_hops=2)
+    direct = await world.kb.triplet_search(LIMA_TO_ITS_CONTINENT)
+    answer = json.loads((await chain.acall(**LIMA_TO_ITS_CONTINENT)).content)
+    assert answer["facts"] == [hit.to_dict() for hit in direct] and len(answer["facts"][0]["path"]) == 3
 
 
 def test_the_blocking_triplet_tool_gives_the_same(memory_world: kag.Knowledge) -> None:
     tool = triplet_search_tool(memory_world)
     direct = memory_world.kb.sync.triplet_search(CAPITAL_OF_FRANCE)
     output = tool.call(**CAPITAL_OF_FRANCE)
-    assert json.loads(output.content)["facts"] == [hit.to_dict() for hit in direct] and not output.is_error
+    assert json.loads(output.content)["facts"] == expected_facts(direct) and not output.is_error
     assert json.loads(tool(**CAPITAL_OF_FRANCE).content) == json.loads(output.content)
 
 
