@@ -46,6 +46,9 @@ nb_execution_timeout = 180
 nb_execution_raise_on_error = True
 nb_execution_show_tb = True
 nb_merge_streams = True
+# a page with Jupyter widgets (a tqdm bar) would load require.js and the widget manager from CDNs: the
+# site loads nothing from elsewhere, so widgets show their text form instead
+nb_ipywidgets_js: dict[str, dict[str, str]] = {}
 
 # autodoc
 autodoc_member_order = "bysource"
