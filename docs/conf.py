@@ -53,7 +53,7 @@ nb_ipywidgets_js: dict[str, dict[str, str]] = {}
 # autodoc
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
-autodoc_class_signature = "separated"
+autodoc_class_signature = "mixed"  # the constructor's signature on the class line
 autodoc_default_options = {"members": True, "show-inheritance": True}
 autodoc_inherit_docstrings = False  # pydantic's own docstrings are not kag's API
 python_use_unqualified_type_names = True

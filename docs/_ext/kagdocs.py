@@ -131,7 +131,7 @@ def reference_rst(module_name: str) -> list[str]:
         lines += ["**Modules:** " + ", ".join(f"``{e.name}`` (:mod:`{e.module}.{e.name}`)" for e in modules), ""]
     elsewhere = [e for e in entries if not e.documented_here and e.kind != "module"]
     if elsewhere:
-        lines += ["**Documented with the package that defines them:**", ""]
+        lines += ["**Documented in full under the name most code imports:**", ""]
         lines += [f"- ``{e.name}``: :{_ROLE[e.kind]}:`{e.target}`" for e in elsewhere]
         lines.append("")
     for kind, title in _GROUPS:
