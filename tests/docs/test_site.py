@@ -104,3 +104,15 @@ def test_search_and_highlighting_work_offline(site: Path) -> None:
     assert "triplet" in index and "knowledgebas" in index
     page = (site / "getting-started" / "first-program.html").read_text(encoding="utf-8")
     assert 'class="highlight-python' in page and '<span class="k">class</span>' in page
+
+
+def test_the_asset_check_sees_what_a_browser_would_fetch() -> None:
+    fetched = [
+        '<script src="https://cdn.example/require.js"></script>',
+        "<link rel='stylesheet' href='//fonts.example/css?family=Roboto'>",
+        "body { background: url(https://img.example/x.png) }",
+        '@import "https://fonts.example/a.css";',
+    ]
+    assert all(_EXTERNAL_ASSET.search(text) for text in fetched)
+    assert not _EXTERNAL_ASSET.search('<a class="muted-link" href="https://www.sphinx-doc.org/">Sphinx</a>')
+    assert not _EXTERNAL_ASSET.search('<script src="_static/furo.js"></script><img src="../_images/a.svg">')
