@@ -34,7 +34,7 @@ _EXTERNAL_ASSET = re.compile(
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("site")
     command = [sys.executable, "-m", "sphinx", "-q", "-W", "--keep-going", "-E", "-b", "html", "docs", str(out)]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=280)
     # the executed notebooks' kernels log on the same stderr ("[IPKernelApp] WARNING | ..."): not Sphinx's
     warnings = [
         line for line in done.stderr.splitlines() if ("WARNING" in line or "ERROR" in line) and not line.startswith("[")
