@@ -28,6 +28,11 @@ def test_explore_notebook_executes() -> None:
     assert "'City': 12" in text
     assert "'Rome (extractive answer" in text  # the program's answer
     assert "rome.md" in html and "geo:1" in html  # the RAG answer with its citations
+    trained = re.search(r"reward (\d\.\d\d) -> (\d\.\d\d)", text)  # the training section
+    assert trained is not None and float(trained.group(1)) < float(trained.group(2)) == 1.0
+    assert any("image/png" in o.get("data", {}) for o in outputs)  # plot_history
+    program_svg = next(o["data"]["image/svg+xml"] for o in outputs if "image/svg+xml" in o.get("data", {}))
+    assert "retriever" in program_svg and "answerer" in program_svg  # plot_program
     svg = next(o["data"]["text/html"] for o in outputs if o.get("data", {}).get("text/html", "").startswith("<svg"))
     drawn = {t.text for t in ET.fromstring(svg).iter() if t.tag.endswith("title")}
     assert "Paris -[IsCapitalOf]-> France" in drawn and "Paris -[IsCityOf]-> France" in drawn  # both parallel edges

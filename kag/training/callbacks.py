@@ -284,7 +284,13 @@ class ProgressBar(Callback):
 
     def on_epoch_begin(self, epoch: int, logs: Logs | None = None) -> None:
         try:
-            from tqdm.auto import tqdm
+            import importlib.util
+
+            # the notebook widget needs ipywidgets; without it tqdm.auto warns, so take the text bar
+            if importlib.util.find_spec("ipywidgets") is not None:
+                from tqdm.auto import tqdm
+            else:
+                from tqdm import tqdm
         except ImportError:
             self._bar = None
             return

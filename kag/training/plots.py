@@ -26,10 +26,7 @@ def plot_history(history: Any, *, keys: list[str] | None = None, title: str | No
     ``history`` is what ``fit`` returned (or its ``.history`` dict).
     """
     try:
-        import matplotlib
-
-        matplotlib.use("Agg", force=False)  # no display needed; Jupyter's inline backend still wins there
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # headless machines get a non-interactive backend by themselves
     except ImportError as exc:
         raise MissingDependencyError("plot_history needs matplotlib: pip install 'kag[train]'.") from exc
     logs = history.history if hasattr(history, "history") else history
@@ -50,7 +47,7 @@ def plot_history(history: Any, *, keys: list[str] | None = None, title: str | No
     if all(k.endswith("reward") for k in shown):
         axes.set_ylim(-0.02, 1.02)
     axes.grid(True, alpha=0.3)
-    axes.legend()
+    axes.legend(loc="lower right")
     axes.set_title(title or "Training")
     from matplotlib.ticker import MaxNLocator
 
