@@ -9,6 +9,7 @@ method with :func:`blocking`, so type checkers see the blocking signatures.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
@@ -64,5 +65,6 @@ def blocking(
         return self._run(getattr(self._target, name)(*args, **kwargs))
 
     run.__name__ = run.__qualname__ = name
-    run.__doc__ = f"Blocking form of ``{name}``.\n\n{method.__doc__ or ''}"
+    # cleandoc: the coroutine's docstring keeps its indentation otherwise, which breaks its rendering
+    run.__doc__ = f"Blocking form of ``{name}``.\n\n{inspect.cleandoc(method.__doc__ or '')}"
     return run

@@ -476,14 +476,19 @@ class Trainer:
     # -- blocking facade -------------------------------------------------------------------------
     @property
     def sync(self) -> TrainerSync:
-        """Blocking twins of ``fit``, ``evaluate`` and ``predict`` for scripts (not inside an event loop)."""
+        """Blocking twins for scripts (not inside an event loop): ``program.sync(x)`` runs the program,
+        ``program.sync.fit / evaluate / predict`` train and score it."""
         if self._sync_facade is None:
             self._sync_facade = TrainerSync(self)
         return self._sync_facade
 
 
 class TrainerSync(SyncFacade[Trainer]):
-    """``program.sync.fit(...)``: the training methods for blocking callers."""
+    """``program.sync.fit(...)``: the training methods for blocking callers; ``program.sync(x)`` runs it."""
+
+    def __call__(self, inputs: Any) -> Any:
+        """Run the program on ``inputs`` and wait for its output."""
+        return self._run(self._target.call(inputs))
 
     fit = blocking(Trainer.fit)
     evaluate = blocking(Trainer.evaluate)

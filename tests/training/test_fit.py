@@ -250,3 +250,16 @@ async def test_input_checks_still_apply_when_predicting(capitals_kb) -> None:
         await program.predict([{"nope": 1}])
     with pytest.raises(InvalidInputError):
         await program({"nope": 1})
+
+
+def test_the_sync_facade_runs_the_program() -> None:
+    import asyncio
+
+    from kag.examples.world import City, Country, IsCapitalOf, IsCityOf
+    from tests.training.conftest import PAIRS
+
+    kb = kag.KnowledgeBase("memory://", entity_models=[City, Country], relation_models=[IsCapitalOf, IsCityOf])
+    asyncio.run(kb.upsert([IsCapitalOf(subj=City(name=c), obj=Country(name=k)) for c, k in PAIRS]))
+    program = build_program(kb, DemoCopyLM())
+    answer = program.sync({"query": "Which country has the capital Brask?"})
+    assert answer.entities == ["Tovania"]
