@@ -2,8 +2,8 @@
 
 The extension protocols (``Loader``, ``Splitter``, ``Embedder``, ``VectorStore``,
 ``AtomicVectorStore``, ``Retriever``, ``Reranker``) are structural and runtime-checkable.
-``CallableRetriever``, ``Knowledge`` and ``create_knowledge`` live one layer up (``kag``,
-``kag.knowledge``): they normalize results into ``SearchHit`` values.
+``CallableRetriever`` adapts a search function and normalizes its results into ``SearchHit`` values.
+``Knowledge`` and ``create_knowledge`` live one layer up (``kag``, ``kag.knowledge``).
 """
 
 from kag.datamodels.documents import Chunk, Document
@@ -11,11 +11,13 @@ from kag.query.filters import compile_cypher, compile_matcher, flatten_metadata,
 from kag.rag.combined_embedder import CombinedEmbedder
 from kag.rag.embedders import CallableEmbedder, DocumentQueryEmbedder, Embedder, HashEmbedder
 from kag.rag.evaluation import recall_at_k, reciprocal_rank
+from kag.rag.hits import SearchHit
 from kag.rag.loaders import AutoLoader, Loader, LoadFailure, LoadResult
 from kag.rag.onnx_embedder import OnnxEmbedder
 from kag.rag.openai_embedder import OpenAIEmbedder
 from kag.rag.protocols import Reranker, Retriever
 from kag.rag.reports import IndexReport
+from kag.rag.retrievers import CallableRetriever
 from kag.rag.splitter import RecursiveCharacterSplitter, Splitter
 from kag.rag.urlsafety import fetch_url, validate_url
 from kag.rag.vector_adapters import ChromaRetriever, PineconeRetriever, QdrantRetriever
@@ -35,6 +37,7 @@ __all__ = [
     "AutoLoader",
     "BM25Index",
     "CallableEmbedder",
+    "CallableRetriever",
     "ChromaRetriever",
     "Chunk",
     "CombinedEmbedder",
@@ -55,6 +58,7 @@ __all__ = [
     "Reranker",
     "Retriever",
     "SQLiteVectorStore",
+    "SearchHit",
     "Splitter",
     "VectorStore",
     "VectorStoreRetriever",

@@ -4,7 +4,7 @@
 * :class:`Reranker`: ``rerank(query, hits, *, k)`` (sync or async), the hits to keep.
 
 Results and hits are :class:`kag.SearchHit` values (or, from a retriever, anything
-:func:`kag.knowledge.retrievers.as_hit` normalizes); the protocols only fix the call shapes.
+:func:`kag.rag.retrievers.as_hit` normalizes); the protocols only fix the call shapes.
 """
 
 from __future__ import annotations
