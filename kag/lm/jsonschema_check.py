@@ -52,14 +52,66 @@ def _fill(value: Any, schema: Any, root: Mapping[str, Any], depth: int) -> Any:
                 elif isinstance(sub, Mapping) and _DEFAULT_KEY in sub:
                     out[key] = json.loads(json.dumps(sub[_DEFAULT_KEY]))
             return out
-        for alt in schema.get("anyOf") or []:
-            if isinstance(alt, Mapping) and (alt.get("type") == "object" or "properties" in alt):
-                return _fill(value, alt, root, depth + 1)
-        return value
+        objects = [
+            alt
+            for alt in schema.get("anyOf") or []
+            if isinstance(alt, Mapping) and (alt.get("type") == "object" or "properties" in alt)
+        ]
+        chosen = _selected(value, objects)
+        return _fill(value, chosen, root, depth + 1) if chosen is not None else value
     if isinstance(value, list) and isinstance(schema.get("items"), Mapping):
         return [_fill(v, schema["items"], root, depth + 1) for v in value]
     return value
 
+
+def _fixed(alternative: Mapping[str, Any]) -> dict[str, Any]:
+    """The properties an object alternative pins to one value (``const`` or a one-value ``enum``): its tags."""
+    props = alternative.get("properties")
+    out: dict[str, Any] = {}
+    for key, sub in (props if isinstance(props, Mapping) else {}).items():
+        if isinstance(sub, Mapping) and "const" in sub:
+            out[key] = sub["const"]
+        elif isinstance(sub, Mapping) and isinstance(sub.get("enum"), list) and len(sub["enum"]) == 1:
+            out[key] = sub["enum"][0]
+    return out
+
+
+def _selected(value: dict[str, Any], alternatives: list[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The object alternative whose defaults an answer takes: the only one, or the only one its tags select.
+
+    With several alternatives the defaults are never a guess: an answer that omits the tag
+    (``label``) or matches no alternative gets none, and the check then says what is missing.
+    """
+    if len(alternatives) == 1:
+        return alternatives[0]
+    fitting = [alt for alt in alternatives if _tagged(value, _fixed(alt))]
+    return fitting[0] if len(fitting) == 1 else None
+
+
+def _tagged(value: dict[str, Any], tags: Mapping[str, Any]) -> bool:
+    """Whether ``value`` carries at least one of ``tags`` and every one it carries has the pinned value."""
+    present = [key for key in tags if key in value]
+    return bool(present) and all(_equal(value[key], tags[key]) for key in present)
+
+
+def _untagged(value: Any, options: list[Any], path: str) -> str | None:
+    """The error of an object that names no alternative by its tag (a missing or unknown ``label``), or None.
+
+    The tag is a property every alternative pins to one value; the message lists every allowed
+    value, which the per-branch errors cannot (each branch knows only its own).
+    """
+    if not isinstance(value, dict) or len(options) < 2 or not all(isinstance(o, Mapping) for o in options):
+        return None
+    tags = [_fixed(option) for option in options]
+    for key in tags[0]:
+        if not all(key in t for t in tags):
+            continue
+        allowed = [t[key] for t in tags]
+        if key not in value:
+            return f"{path}: missing required property {key!r} (one of {_short(allowed, 200)})"
+        if not any(_equal(value[key], want) for want in allowed):
+            return f"{path}.{key}: {_short(value[key])} is not one of {_short(allowed, 200)}"
+    return None
 
 
 def validate_json_schema(instance: Any, schema: Mapping[str, Any]) -> None:
@@ -212,8 +264,9 @@ def _check_alternatives(
             else:
                 branch_errors.append(found[0])
         if matches == 0:
+            untagged = _untagged(value, options, path)
             detail = " | ".join(branch_errors[:3])
-            errors.append(f"{path}: matches none of the allowed alternatives ({detail})")
+            errors.append(untagged or f"{path}: matches none of the allowed alternatives ({detail})")
         elif keyword == "oneOf" and matches > 1:
             errors.append(f"{path}: matches {matches} alternatives of oneOf, expected exactly 1")
 

@@ -209,3 +209,23 @@ async def test_config_roundtrip_without_secrets(kb: kag.KnowledgeBase) -> None:
     assert "sk-secret" not in json.dumps(config)
     again = KnowledgeExtractor.from_config(config, knowledge_base=kb, language_model=lm)
     assert again.concurrency == 2 and again.schema.entity_labels == extractor.schema.entity_labels
+
+
+async def test_an_entity_without_a_label_is_not_stored_under_a_guessed_model(kb: kag.KnowledgeBase) -> None:
+    unlabelled = {"entities": [{"name": "Paris"}], "relations": []}
+    labelled = {"entities": [{"label": "City", "name": "Paris"}], "relations": []}  # population omitted: defaulted
+    lm = ScriptedLM([unlabelled, labelled])
+    report = await KnowledgeExtractor(kb, lm).ingest(["Paris."])
+    assert len(lm.calls) == 2  # the unlabelled answer was refused, not filled in
+    repair = lm.calls[1]["messages"][-1]["content"]
+    assert "missing required property 'label'" in repair and '"Country", "City"' in repair
+    assert report.entities == 1
+    assert (await kb.counts()).get("Country", 0) == 0 and (await kb.counts())["City"] == 1
+
+
+async def test_with_one_entity_model_the_label_may_be_omitted() -> None:
+    kb = kag.KnowledgeBase(entity_models=[City], relation_models=[])
+    lm = ScriptedLM([{"entities": [{"name": "Paris"}], "relations": []}])
+    report = await KnowledgeExtractor(kb, lm).ingest(["Paris."])
+    assert len(lm.calls) == 1 and report.entities == 1
+    assert (await kb.get(City(name="Paris"))) is not None
