@@ -99,7 +99,7 @@ async def save_load(nodes: Sequence[NodeRecord], rels: Sequence[RelationRecord],
     """Seconds to save and to load a store of ``nodes`` + ``rels``; checks the copy answers alike."""
     store = await fill(nodes, rels, probe)
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "kb.json"
+        path = Path(tmp) / "kb.kag"  # the compact format (a .json name writes plain JSON)
         t0 = time.perf_counter()
         store.save(path)
         t1 = time.perf_counter()

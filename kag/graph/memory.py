@@ -32,7 +32,7 @@ import networkx as nx
 import numpy as np
 
 from kag.errors import ConfigError, EmbeddingError, StoreFormatError
-from kag.files import atomic_write_bytes
+from kag.files import atomic_write_bytes, atomic_write_json
 from kag.graph.ann import IVFIndex
 from kag.graph.base import DIRECT, SOURCES, NodeRecord, PlanResult, PlanRow, RelationRecord
 from kag.graph.compact import (
@@ -135,6 +135,10 @@ def _csr(keys: np.ndarray, n: int) -> np.ndarray:
 class MemoryGraphStore:
     """In-process graph store; ``path`` makes it persistent (``save()`` / autoload).
 
+    The file's name picks its format (see :meth:`save`): ``memory://kb.json`` writes plain JSON,
+    any other name (``memory://kb.kag``) the compact binary format, faster and smaller for large
+    graphs. Opening reads either, whatever the name.
+
     Nodes are a list of property dicts plus an embedding matrix; relationships are
     compact columns (:mod:`kag.graph.compact`): about 100 bytes per edge instead of the
     ~750 a networkx edge costs. :attr:`graph` gives a networkx view when one is wanted.
@@ -152,6 +156,19 @@ class MemoryGraphStore:
         self.path = Path(path) if path else None
         self.uri = f"memory://{self.path}" if self.path else "memory://"
         self.approximate_min_rows = approximate_min_rows
+        self._clear_state()
+        # held by each search (in a worker thread) and each write (on the loop), here and in
+        # the attached passage store; it binds to a loop only while contended
+        self.lock = asyncio.Lock()
+        if self.path is not None and not self.path.parent.is_dir():
+            raise ConfigError(
+                f"memory://{self.path}: the directory {self.path.parent} does not exist; create it first."
+            )
+        if self.path is not None and self.path.exists():
+            self._load(self.path)
+
+    def _clear_state(self) -> None:
+        """Every in-memory column, empty (what :meth:`reset` and ``__init__`` start from)."""
         self._node_pos: dict[str, int] = {}
         self._node_ids: list[str | None] = []
         self._node_label: list[int] = []
@@ -173,15 +190,6 @@ class MemoryGraphStore:
         self._nx: nx.MultiDiGraph | None = None
         self._ann: dict[tuple[str, ...], IVFIndex] = {}
         self._writes = 0  # bumped by every write (approximate indexes catch up with it)
-        # held by each search (in a worker thread) and each write (on the loop), here and in
-        # the attached passage store; it binds to a loop only while contended
-        self.lock = asyncio.Lock()
-        if self.path is not None and not self.path.parent.is_dir():
-            raise ConfigError(
-                f"memory://{self.path}: the directory {self.path.parent} does not exist; create it first."
-            )
-        if self.path is not None and self.path.exists():
-            self._load(self.path)
 
     # -- views ------------------------------------------------------------------
     @property
@@ -267,9 +275,7 @@ class MemoryGraphStore:
         self, entity_labels: Sequence[str], relation_labels: Sequence[str], dimensions: int
     ) -> None:
         async with self.lock:
-            self._set_dims(dimensions)
-            for label in (*entity_labels, *relation_labels):
-                self._code(label)
+            self.apply_schema((*entity_labels, *relation_labels), dimensions)
 
     def _set_dims(self, dimensions: int) -> None:
         if self._dims is None:
@@ -293,6 +299,33 @@ class MemoryGraphStore:
         self._index = None
         self._nx = None
         self._writes += 1
+
+    # -- write-through hooks ------------------------------------------------------
+    # What a store that also persists each write elsewhere builds on (kag.graph.sqlite): each
+    # hook applies one change to the in-memory copy, synchronously, and the caller holds `lock`.
+    # The async writes below are these hooks under the lock.
+    @property
+    def dimensions(self) -> int | None:
+        """The embedding dimensions of the stored nodes (``None`` until the first schema or node)."""
+        return self._dims
+
+    def apply_schema(self, labels: Sequence[str], dimensions: int) -> None:
+        """Fix the dimensions (``EmbeddingError`` when they differ) and declare ``labels``."""
+        self._set_dims(dimensions)
+        for label in labels:
+            self._code(label)
+
+    def apply_upsert(self, nodes: Sequence[NodeRecord], relations: Sequence[RelationRecord]) -> None:
+        """:meth:`upsert` without the lock; also how a store loads the records of its file."""
+        self._upsert(nodes, relations)
+
+    def apply_delete(self, ids: Sequence[str]) -> int:
+        """:meth:`delete` without the lock."""
+        return self._delete(ids)
+
+    def reset(self) -> None:
+        """Forget the in-memory copy (path, URI, namespace and lock stay): then load it again."""
+        self._clear_state()
 
     # -- writes ---------------------------------------------------------------
     async def upsert(self, nodes: Sequence[NodeRecord], relations: Sequence[RelationRecord]) -> None:
@@ -933,18 +966,46 @@ class MemoryGraphStore:
     def save(self, path: str | os.PathLike[str] | None = None) -> Path:
         """Write the store to ``path`` (default: the path it was opened with), atomically.
 
-        The file holds a JSON header (node ids and properties, relationship properties
-        column by column) and the arrays (ids, endpoints, embeddings) as raw bytes, so a
-        million edges save and load in about a second (see ``kag.graph.compact.pack_document``).
+        The name picks the format. A name ending in ``.json`` gets plain JSON (one object per
+        node and per relation, embeddings as base64 float32): any JSON tool reads it, but it is
+        larger and slower for big graphs. Any other name (``kb.kag``, ``kb.db``) gets the compact
+        format: a JSON header (node ids and properties, relationship properties column by column)
+        and the arrays (ids, endpoints, embeddings) as raw bytes, so a million edges save and load
+        in about a second (see ``kag.graph.compact.pack_document``). Both are read back by either
+        name: opening sniffs the content, not the name.
         """
         target = Path(path) if path else self.path
         if target is None:
-            raise StoreFormatError("this store has no file; pass a path to save(), e.g. save('kb.json').")
+            raise StoreFormatError("this store has no file; pass a path to save(), e.g. save('kb.kag').")
+        if target.suffix.lower() == ".json":
+            return atomic_write_json(target, self._json_document())
         try:
             data = pack_document(self._document())
         except ValueError as exc:
             raise StoreFormatError(f"cannot save {target}: {exc} (a stored value is NaN or infinite).") from exc
         return atomic_write_bytes(target, data)
+
+    def _json_document(self) -> dict[str, Any]:
+        """The version-1 layout (what :meth:`_load_v1` reads): one JSON object per node and relation."""
+        nodes, relations = self.records()
+        return {
+            "format": FORMAT,
+            "version": 1,
+            "dimensions": self._dims,
+            "labels": list(self._label_names),
+            "nodes": [
+                {
+                    "id": n.id,
+                    "label": n.label,
+                    "props": n.properties,
+                    "embedding": base64.b64encode(np.asarray(n.embedding, dtype="<f4").tobytes()).decode("ascii"),
+                }
+                for n in nodes
+            ],
+            "relations": [
+                {"id": r.id, "label": r.label, "start": r.start, "end": r.end, "props": r.properties} for r in relations
+            ],
+        }
 
     def _document(self) -> dict[str, Any]:
         node_pos = np.asarray([p for p, i in enumerate(self._node_ids) if i is not None], dtype=np.int64)
@@ -1021,6 +1082,10 @@ class MemoryGraphStore:
     def _load_v1(self, path: Path, doc: dict[str, Any]) -> None:
         """The version-1 layout: one JSON object per node and per relation."""
         dims = doc["dimensions"]
+        if dims is not None:  # an empty store keeps its dimensions and declared labels too
+            self._set_dims(int(dims))
+        for label in doc.get("labels", []):
+            self._code(str(label))
         nodes, rels = [], []
         for n in doc["nodes"]:
             vec = np.frombuffer(base64.b64decode(n["embedding"]), dtype="<f4").astype(np.float32)

@@ -69,6 +69,12 @@ class MemoryPassageStore:
     def __init__(self, graph_store: MemoryGraphStore, *, path: str | os.PathLike[str] | None = None) -> None:
         self.graph_store = graph_store
         self.path = Path(path) if path else None
+        self._clear_state()
+        if self.path is not None and self.path.exists():
+            self._load(self.path)
+
+    def _clear_state(self) -> None:
+        """Every in-memory structure, empty (what :meth:`reset` and ``__init__`` start from)."""
         self._dims: int | None = None
         self._documents: dict[str, DocumentRecord] = {}
         self._doc_chunks: dict[str, list[str]] = {}
@@ -84,13 +90,11 @@ class MemoryPassageStore:
         self._matrix = np.zeros((0, 0), dtype=np.float32)
         self._masks: dict[str, np.ndarray] = {}
         self._dirty = True
-        if self.path is not None and self.path.exists():
-            self._load(self.path)
 
     # -- schema ---------------------------------------------------------------
     async def ensure_schema(self, dimensions: int) -> None:
         async with self.graph_store.lock:
-            self._set_dims(int(dimensions))
+            self.apply_schema(dimensions)
 
     def _set_dims(self, dimensions: int) -> None:
         if self._dims is None:
@@ -100,6 +104,72 @@ class MemoryPassageStore:
                 f"these passages hold {self._dims}-dimensional embeddings but the embedder gives "
                 f"{dimensions}; use the embedder they were indexed with, or re-index."
             )
+
+    # -- write-through hooks ------------------------------------------------------
+    # What a store that also persists each write elsewhere builds on (kag.graph.sqlite): each
+    # hook applies one change in memory, synchronously, and the caller holds the graph store's
+    # lock. The async writes below are these hooks under that lock.
+    @property
+    def dimensions(self) -> int | None:
+        """The embedding dimensions of the stored chunks (``None`` until the first schema or chunk)."""
+        return self._dims
+
+    def apply_schema(self, dimensions: int) -> None:
+        """Fix the dimensions (``EmbeddingError`` when they differ from the stored ones)."""
+        self._set_dims(int(dimensions))
+
+    def apply_write(
+        self, documents: Sequence[DocumentRecord], chunks: Sequence[ChunkRecord], mentions: Sequence[Mention]
+    ) -> None:
+        """:meth:`write` without the lock."""
+        self._write(documents, chunks, mentions)
+
+    def apply_delete_documents(self, ids: Sequence[str]) -> tuple[list[str], list[str]]:
+        """:meth:`delete_documents` without the lock: ``(the document ids found, their chunk ids)``."""
+        found: list[str] = []
+        chunk_ids: list[str] = []
+        for doc_id in dict.fromkeys(ids):
+            if doc_id in self._documents:
+                found.append(doc_id)
+                chunk_ids.extend(self._doc_chunks.get(doc_id, []))
+                self._drop_chunks(doc_id)
+                del self._documents[doc_id]
+        if found:
+            self._dirty = True
+            self.graph_store.retract(chunk_ids)
+        return found, chunk_ids
+
+    def apply_link(self, mentions: Sequence[Mention]) -> int:
+        """:meth:`link` without the lock: the number of links added."""
+        return self._add_mentions(mentions)
+
+    def apply_clear(self) -> None:
+        """:meth:`clear` without the lock (the dimensions stay)."""
+        dims = self._dims
+        self._clear_state()
+        self._dims = dims
+
+    def load_records(
+        self,
+        documents: Sequence[DocumentRecord],
+        chunks: Sequence[ChunkRecord],
+        mentions: Sequence[Mention],
+        dimensions: int | None,
+    ) -> None:
+        """Load what a file holds: chunks of documents it lacks are dropped, mentions link to the graph
+        store's nodes (so load the graph first)."""
+        if dimensions is not None:
+            self._set_dims(int(dimensions))
+        doc_ids = {d.id for d in documents}
+        self._write(documents, [c for c in chunks if c.document_id in doc_ids], mentions)
+
+    def live_mentions(self, chunk_ids: Sequence[str]) -> list[Mention]:
+        """The live ``(chunk id, entity id)`` links of the stored chunks among ``chunk_ids``."""
+        return [(c, e) for c in chunk_ids if c in self._chunks for e in self._links(c)]
+
+    def reset(self) -> None:
+        """Forget the in-memory copy (the graph store and path stay): then load it again."""
+        self._clear_state()
 
     # -- writes ---------------------------------------------------------------
     async def write(
@@ -157,18 +227,8 @@ class MemoryPassageStore:
         are deleted too, in the same locked step (see :meth:`MemoryGraphStore.retract`).
         """
         async with self.graph_store.lock:
-            found = 0
-            chunk_ids: list[str] = []
-            for doc_id in dict.fromkeys(ids):
-                if doc_id in self._documents:
-                    found += 1
-                    chunk_ids.extend(self._doc_chunks.get(doc_id, []))
-                    self._drop_chunks(doc_id)
-                    del self._documents[doc_id]
-            if found:
-                self._dirty = True
-                self.graph_store.retract(chunk_ids)
-            return found
+            found, _ = self.apply_delete_documents(ids)
+            return len(found)
 
     async def link(self, mentions: Sequence[Mention]) -> int:
         async with self.graph_store.lock:
@@ -176,12 +236,7 @@ class MemoryPassageStore:
 
     async def clear(self) -> None:
         async with self.graph_store.lock:
-            self._documents.clear()
-            self._doc_chunks.clear()
-            self._chunks.clear()
-            self._mentions.clear()
-            self._bm25 = BM25Index()
-            self._dirty = True
+            self.apply_clear()
 
     # -- index ----------------------------------------------------------------
     def _build(self) -> None:
@@ -384,16 +439,4 @@ class MemoryPassageStore:
             raise
         except (KeyError, TypeError, ValueError) as exc:
             raise StoreFormatError(f"{path} is a damaged kag passages file ({exc!r}).") from exc
-        if dims is not None:
-            self._set_dims(int(dims))
-        doc_ids = {d.id for d in documents}
-        chunks = [c for c in chunks if c.document_id in doc_ids]
-        for d in documents:
-            self._documents[d.id] = d
-            self._doc_chunks[d.id] = []
-        for c in sorted(chunks, key=lambda c: (c.document_id, c.index)):
-            self._chunks[c.id] = _StoredChunk(c, c.properties())
-            self._doc_chunks[c.document_id].append(c.id)
-        self._bm25.add([c.id for c in chunks], [c.text for c in chunks])
-        self._add_mentions(mentions)  # the entity store was loaded first: link to its nodes
-        self._dirty = True
+        self.load_records(documents, chunks, mentions, dims)  # the entity store was loaded first

@@ -29,7 +29,7 @@ import os
 import sqlite3
 from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import numpy as np
@@ -39,12 +39,11 @@ from kag.graph.base import NodeRecord, RelationRecord
 from kag.graph.memory import MemoryGraphStore, run_locked
 from kag.graph.passages import ChunkRecord, DocumentRecord, Mention
 from kag.graph.passages_memory import MemoryPassageStore
-from kag.ranking.bm25 import BM25Index
+from kag.validation import DEFAULT_NAMESPACE, check_namespace
 
 __all__ = ["DEFAULT_NAMESPACE", "SCHEME", "SQLiteGraphStore", "SQLitePassageStore", "parse_sqlite_uri", "sqlite_uri"]
 
 SCHEME = "sqlite://"
-DEFAULT_NAMESPACE = "default"
 FORMAT = "kag-sqlite-store"
 VERSION = 1
 
@@ -78,7 +77,7 @@ CREATE INDEX kag_mentions_entity ON kag_mentions (ns, entity_id);
 
 def sqlite_uri(path: str | os.PathLike[str], namespace: str = DEFAULT_NAMESPACE) -> str:
     """The store URI of ``path`` and ``namespace`` (``sqlite:///abs/kb.db?namespace=x``)."""
-    namespace = _check_namespace(namespace)
+    namespace = check_namespace(namespace)
     return f"{SCHEME}{quote(os.path.abspath(os.fspath(path)))}?namespace={quote(namespace, safe='')}"
 
 
@@ -95,13 +94,7 @@ def parse_sqlite_uri(uri: str) -> tuple[Path, str]:
     if unknown:
         raise ConfigError(f"{uri!r}: unknown parameters {unknown}; sqlite:// takes only ?namespace=...")
     namespace = query.get("namespace", [DEFAULT_NAMESPACE])[-1]
-    return Path(path).expanduser(), _check_namespace(namespace)
-
-
-def _check_namespace(namespace: Any) -> str:
-    if not isinstance(namespace, str) or not namespace.strip():
-        raise ConfigError(f"a sqlite namespace must be a non-empty string, got {namespace!r}.")
-    return namespace
+    return Path(path).expanduser(), check_namespace(namespace)
 
 
 def _blob(vec: np.ndarray) -> bytes:
@@ -121,7 +114,7 @@ class SQLiteGraphStore(MemoryGraphStore):
     def __init__(self, path: str | os.PathLike[str], namespace: str = DEFAULT_NAMESPACE) -> None:
         super().__init__(None)
         self.db_path = Path(path).expanduser()
-        self.namespace = _check_namespace(namespace)
+        self.namespace = check_namespace(namespace)
         self.uri = sqlite_uri(self.db_path, self.namespace)
         self._passages: SQLitePassageStore | None = None
         # graph items changed by a retraction (called by the passage store, committed with its write)
@@ -140,8 +133,6 @@ class SQLiteGraphStore(MemoryGraphStore):
         try:
             row = conn.execute("SELECT graph_dims FROM kag_namespaces WHERE name = ?", (ns,)).fetchone()
             dims = None if row is None or row[0] is None else int(row[0])
-            if dims is not None:
-                self._set_dims(dims)
             nodes = [
                 NodeRecord(i, label, json.loads(props), _vector(emb, dims, f"node {i!r}"))
                 for i, label, props, emb in conn.execute(
@@ -156,7 +147,9 @@ class SQLiteGraphStore(MemoryGraphStore):
             ]
         except (sqlite3.DatabaseError, json.JSONDecodeError, TypeError, ValueError) as exc:
             raise StoreFormatError(f"{self.db_path} is a damaged kag sqlite store ({exc}); restore a backup.") from exc
-        self._upsert(nodes, rels)
+        if dims is not None:
+            self.apply_schema((), dims)
+        self.apply_upsert(nodes, rels)
 
     def passage_store(self) -> SQLitePassageStore:
         """The passage store of this store's namespace (one per store; loaded on first use)."""
@@ -166,15 +159,13 @@ class SQLiteGraphStore(MemoryGraphStore):
 
     def _reload(self) -> None:
         """Rebuild the in-memory copy from the file (after a failed commit); call holding :attr:`lock`."""
-        lock, uri = self.lock, self.uri
-        MemoryGraphStore.__init__(self, None)
-        self.lock, self.uri = lock, uri
+        self.reset()
         self._pending_nodes.clear()
         self._pending_rels.clear()
         self._load_graph()
         if self._passages is not None:
-            self._passages._reset()
-            self._passages._load_rows()
+            self._passages.reset()
+            self._passages.load_rows()
 
     # -- transactions ------------------------------------------------------------
     def _transact(self, apply: Callable[[], _R], persist: Callable[[sqlite3.Connection], None]) -> _R:
@@ -211,12 +202,12 @@ class SQLiteGraphStore(MemoryGraphStore):
         return result
 
     def _persist_dims(self, conn: sqlite3.Connection) -> None:
-        passage_dims = self._passages._dims if self._passages is not None else None
+        passage_dims = self._passages.dimensions if self._passages is not None else None
         conn.execute(
             "INSERT INTO kag_namespaces (name, graph_dims, passage_dims) VALUES (?, ?, ?) "
             "ON CONFLICT (name) DO UPDATE SET graph_dims = coalesce(excluded.graph_dims, graph_dims), "
             "passage_dims = coalesce(excluded.passage_dims, passage_dims)",
-            (self.namespace, self._dims, passage_dims),
+            (self.namespace, self.dimensions, passage_dims),
         )
 
     def _persist_graph(self, conn: sqlite3.Connection, node_ids: Iterable[str], rel_ids: Iterable[str]) -> None:
@@ -251,18 +242,14 @@ class SQLiteGraphStore(MemoryGraphStore):
     async def ensure_schema(
         self, entity_labels: Sequence[str], relation_labels: Sequence[str], dimensions: int
     ) -> None:
-        def apply() -> None:
-            self._set_dims(dimensions)
-            for label in (*entity_labels, *relation_labels):
-                self._code(label)
-
-        await run_locked(self.lock, self._transact, apply, lambda conn: None)
+        labels = (*entity_labels, *relation_labels)
+        await run_locked(self.lock, self._transact, lambda: self.apply_schema(labels, dimensions), lambda conn: None)
 
     async def upsert(self, nodes: Sequence[NodeRecord], relations: Sequence[RelationRecord]) -> None:
         def persist(conn: sqlite3.Connection) -> None:
             self._persist_graph(conn, dict.fromkeys(n.id for n in nodes), dict.fromkeys(r.id for r in relations))
 
-        await run_locked(self.lock, self._transact, lambda: self._upsert(nodes, relations), persist)
+        await run_locked(self.lock, self._transact, lambda: self.apply_upsert(nodes, relations), persist)
 
     async def delete(self, ids: Sequence[str]) -> int:
         unique = list(dict.fromkeys(ids))
@@ -272,7 +259,7 @@ class SQLiteGraphStore(MemoryGraphStore):
             # and as a relation
             self._persist_graph(conn, unique, unique)
 
-        return await run_locked(self.lock, self._transact, lambda: self._delete(unique), persist)
+        return await run_locked(self.lock, self._transact, lambda: self.apply_delete(unique), persist)
 
     def retract(self, chunk_ids: Collection[str]) -> dict[str, int]:
         """As :meth:`MemoryGraphStore.retract`; the items it changes are committed with the caller's write."""
@@ -297,18 +284,14 @@ class SQLitePassageStore(MemoryPassageStore):
     def __init__(self, graph_store: SQLiteGraphStore) -> None:
         super().__init__(graph_store)
         self.store = graph_store
-        self._load_rows()
+        self.load_rows()
 
-    def _reset(self) -> None:
-        MemoryPassageStore.__init__(self, self.store)
-
-    def _load_rows(self) -> None:
+    def load_rows(self) -> None:
+        """Load this namespace's documents, chunks and mentions from the file (into an empty store)."""
         conn, ns, path = self.store.conn, self.store.namespace, self.store.db_path
         try:
             row = conn.execute("SELECT passage_dims FROM kag_namespaces WHERE name = ?", (ns,)).fetchone()
             dims = None if row is None or row[0] is None else int(row[0])
-            if dims is not None:
-                self._set_dims(dims)
             documents = [
                 DocumentRecord.from_properties(json.loads(props))
                 for (props,) in conn.execute("SELECT props FROM kag_documents WHERE ns = ? ORDER BY id", (ns,))
@@ -320,8 +303,7 @@ class SQLitePassageStore(MemoryPassageStore):
             mentions = conn.execute("SELECT chunk_id, entity_id FROM kag_mentions WHERE ns = ?", (ns,)).fetchall()
         except (sqlite3.DatabaseError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
             raise StoreFormatError(f"{path} is a damaged kag sqlite store ({exc}); restore a backup.") from exc
-        doc_ids = {d.id for d in documents}
-        self._write(documents, [c for c in chunks if c.document_id in doc_ids], [(c, e) for c, e in mentions])
+        self.load_records(documents, chunks, [(c, e) for c, e in mentions], dims)
 
     def _persist_mentions(self, conn: sqlite3.Connection, chunk_ids: Iterable[str]) -> None:
         """Replace the stored MENTIONS of ``chunk_ids`` by their live links."""
@@ -330,7 +312,7 @@ class SQLitePassageStore(MemoryPassageStore):
         conn.executemany("DELETE FROM kag_mentions WHERE ns = ? AND chunk_id = ?", [(ns, c) for c in ids])
         conn.executemany(
             "INSERT INTO kag_mentions VALUES (?, ?, ?)",
-            [(ns, c, e) for c in ids if c in self._chunks for e in self._links(c)],
+            [(ns, c, e) for c, e in self.live_mentions(ids)],
         )
 
     def _delete_documents_rows(
@@ -343,7 +325,7 @@ class SQLitePassageStore(MemoryPassageStore):
     # -- writes ----------------------------------------------------------------
     async def ensure_schema(self, dimensions: int) -> None:
         await run_locked(
-            self.store.lock, self.store._transact, lambda: self._set_dims(int(dimensions)), lambda conn: None
+            self.store.lock, self.store._transact, lambda: self.apply_schema(dimensions), lambda conn: None
         )
 
     async def write(
@@ -353,8 +335,8 @@ class SQLitePassageStore(MemoryPassageStore):
         old_chunks: list[str] = []
 
         def apply() -> None:
-            old_chunks[:] = [c for d in doc_ids for c in self._doc_chunks.get(d, ())]  # under the lock
-            self._write(documents, chunks, mentions)
+            old_chunks[:] = [c for d in doc_ids for c in self.chunk_ids(d)]  # under the lock
+            self.apply_write(documents, chunks, mentions)
 
         def persist(conn: sqlite3.Connection) -> None:
             ns = self.store.namespace
@@ -377,15 +359,7 @@ class SQLitePassageStore(MemoryPassageStore):
         chunk_ids: list[str] = []
 
         def apply() -> int:
-            for doc_id in dict.fromkeys(ids):
-                if doc_id in self._documents:
-                    found.append(doc_id)
-                    chunk_ids.extend(self._doc_chunks.get(doc_id, []))
-                    self._drop_chunks(doc_id)
-                    del self._documents[doc_id]
-            if found:
-                self._dirty = True
-                self.store.retract(chunk_ids)
+            found[:], chunk_ids[:] = self.apply_delete_documents(ids)  # retracts through self.store.retract
             return len(found)
 
         def persist(conn: sqlite3.Connection) -> None:
@@ -400,24 +374,16 @@ class SQLitePassageStore(MemoryPassageStore):
         return await run_locked(
             self.store.lock,
             self.store._transact,
-            lambda: self._add_mentions(mentions),
+            lambda: self.apply_link(mentions),
             lambda conn: self._persist_mentions(conn, [m[0] for m in mentions]),
         )
 
     async def clear(self) -> None:
-        def apply() -> None:
-            self._documents.clear()
-            self._doc_chunks.clear()
-            self._chunks.clear()
-            self._mentions.clear()
-            self._bm25 = BM25Index()
-            self._dirty = True
-
         def persist(conn: sqlite3.Connection) -> None:
             for table in ("kag_documents", "kag_chunks", "kag_mentions"):
                 conn.execute(f"DELETE FROM {table} WHERE ns = ?", (self.store.namespace,))
 
-        await run_locked(self.store.lock, self.store._transact, apply, persist)
+        await run_locked(self.store.lock, self.store._transact, self.apply_clear, persist)
 
     def save(self, path: str | os.PathLike[str] | None = None) -> Path:
         """Not needed: every write is committed to the file when it returns."""

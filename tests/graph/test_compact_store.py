@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kag.errors import InvalidInputError, StoreFormatError
+from kag.errors import EmbeddingError, InvalidInputError, StoreFormatError
 from kag.graph.ann import IVFIndex
 from kag.graph.base import SOURCES, NodeRecord, RelationRecord
 from kag.graph.compact import MISSING, IdColumn, PropTable, dump_column, load_column, pack_document, unpack_document
@@ -157,12 +157,14 @@ async def test_retract_removes_provenance_and_unsupported_relations() -> None:
     assert (await store.counts())["relations"] == len({r.id for r in rels}) - len({r.id for r in with_sources})
 
 
-async def test_save_and_load_round_trip(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["kb.kag", "kb.json"])
+async def test_save_and_load_round_trip(tmp_path: Path, name: str) -> None:
     store = await _store()
     _, rels = _graph()
     await store.delete([rels[3].id, "n007"])
-    path = tmp_path / "kb.json"
+    path = tmp_path / name
     store.save(path)
+    assert path.read_bytes().startswith(b"KAGSTORE") == (name == "kb.kag")
     again = MemoryGraphStore(path)
     assert await again.counts() == await store.counts()
     ids = [r.id for r in rels]
@@ -200,14 +202,38 @@ async def test_a_version_1_file_still_loads(tmp_path: Path) -> None:
     path.write_text(json.dumps(doc))
     store = MemoryGraphStore(path)
     assert await store.get_relations(["r1"]) == {"r1": ("a", "b", {"w": 3})}
-    store.save()
-    assert path.read_bytes().startswith(b"KAGSTORE")
+    store.save()  # a .json name stays JSON
+    assert json.loads(path.read_text())["relations"] == doc["relations"]
     assert await MemoryGraphStore(path).get_relations(["r1"]) == {"r1": ("a", "b", {"w": 3})}
+    compact = store.save(tmp_path / "old.kag")  # any other name: the compact format
+    assert compact.read_bytes().startswith(b"KAGSTORE")
+    assert await MemoryGraphStore(compact).get_relations(["r1"]) == {"r1": ("a", "b", {"w": 3})}
+
+
+async def test_a_json_name_gives_a_readable_json_file(tmp_path: Path) -> None:
+    store = await _store()
+    path = store.save(tmp_path / "kb.JSON")  # the extension is matched without case
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    nodes, _ = store.records()
+    first = doc["nodes"][0]
+    assert (first["id"], first["label"], first["props"]) == (nodes[0].id, nodes[0].label, nodes[0].properties)
+    vector = np.frombuffer(base64.b64decode(first["embedding"]), dtype="<f4")
+    assert np.array_equal(vector, nodes[0].embedding)
+    assert len(doc["relations"]) == (await store.counts())["relations"]
+
+
+async def test_an_empty_json_store_keeps_its_dimensions_and_labels(tmp_path: Path) -> None:
+    store = MemoryGraphStore(tmp_path / "kb.json")
+    await store.ensure_schema(["A"], ["R"], DIMS)
+    store.save()
+    again = MemoryGraphStore(tmp_path / "kb.json")
+    with pytest.raises(EmbeddingError):  # the dimensions came back with the file
+        await again.ensure_schema(["A"], ["R"], DIMS + 1)
 
 
 async def test_damaged_files_are_refused(tmp_path: Path) -> None:
     store = await _store()
-    path = tmp_path / "kb.json"
+    path = tmp_path / "kb.kag"
     store.save(path)
     data = path.read_bytes()
     for bad in (data[: len(data) // 2], data[:20], data.replace(b'"count"', b'"cuont"', 1)):

@@ -85,8 +85,13 @@ async def _snapshot(knowledge: Knowledge) -> dict[str, Any]:
 
 
 def test_uri_forms(tmp_path: Path) -> None:
-    uri = sqlite_uri(tmp_path / "kb 1.db", "team/a b")
-    assert parse_sqlite_uri(uri) == (tmp_path / "kb 1.db", "team/a b")
+    uri = sqlite_uri(tmp_path / "kb 1.db", "team.a-b_1")
+    assert parse_sqlite_uri(uri) == (tmp_path / "kb 1.db", "team.a-b_1")
+    for bad in ("team/a b", "", "-x"):  # the one namespace rule of every backend (kag.validation)
+        with pytest.raises(ConfigError, match="namespace must be 1-64 characters"):
+            sqlite_uri(tmp_path / "kb.db", bad)
+    with pytest.raises(ConfigError, match="namespace must be 1-64 characters"):
+        parse_sqlite_uri(f"sqlite://{tmp_path}/kb.db?namespace=a%20b")
     assert parse_sqlite_uri("sqlite://kb.db") == (Path("kb.db"), "default")
     with pytest.raises(ConfigError, match="namespace"):
         parse_sqlite_uri("sqlite:///x.db?ns=a")
