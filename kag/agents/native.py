@@ -2,8 +2,8 @@
 
 :class:`~kag.lm.OpenAICompatibleLM` only asks for schema-constrained JSON; an agent
 that talks to such a server sends the same request with ``tools=[...]`` instead
-(through the client's own HTTP connection, retries and credentials) and reads
-``tool_calls`` back. Models without native tools use the JSON action of
+through :meth:`OpenAICompatibleLM.chat <kag.lm.openai.OpenAICompatibleLM.chat>` (the client's own
+connection, retries and credentials) and reads ``tool_calls`` back. Models without native tools use the JSON action of
 :mod:`kag.agents.actions`.
 """
 
@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kag.errors import LanguageModelError
 from kag.lm.openai import OpenAICompatibleLM
 
 __all__ = ["NativeReply", "ToolCall", "native_turn"]
@@ -59,24 +58,7 @@ async def native_turn(
     llm: OpenAICompatibleLM, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]
 ) -> NativeReply:
     """One chat completion with ``tools`` declared (none: the model must answer in text)."""
-    body: dict[str, Any] = {"model": llm.model, "messages": list(messages), "temperature": llm.temperature}
-    if tools:
-        body["tools"] = list(tools)
-        body["tool_choice"] = "auto"
-    if llm.max_tokens is not None:
-        body["max_tokens"] = llm.max_tokens
-    # the client's private key and connection: the agent is one more request of the same client
-    headers = {"Authorization": f"Bearer {llm._api_key}"} if llm._api_key else None
-    data = await llm._http.post_json("chat/completions", body, headers=headers)
-    try:
-        message = data["choices"][0]["message"]
-    except (KeyError, IndexError, TypeError):
-        raise LanguageModelError(
-            f"{llm.name} returned an unexpected response (no choices[0].message). "
-            "Check that base_url serves the OpenAI chat completions API with tool calling."
-        ) from None
-    if not isinstance(message, dict):
-        raise LanguageModelError(f"{llm.name} returned a non-object choices[0].message.")
+    message = await llm.chat(messages, tools=tools)
     raw_calls = message.get("tool_calls") or []
     calls = [_call(raw, i) for i, raw in enumerate(raw_calls)] if isinstance(raw_calls, list) else []
     content = message.get("content")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -167,12 +167,10 @@ class OpenAICompatibleLM(BaseLanguageModel):
             headers=self.headers,
             client=client,
             auth_hint=(
-                "Check the API key (api_key= or the OPENAI_API_KEY environment variable) "
-                "and that it may use this model"
+                "Check the API key (api_key= or the OPENAI_API_KEY environment variable) and that it may use this model"
             ),
             not_found_hint=(
-                f"Check base_url ({safe_url(self.base_url)}, usually ending in /v1) "
-                f"and the model name ({self.model!r})"
+                f"Check base_url ({safe_url(self.base_url)}, usually ending in /v1) and the model name ({self.model!r})"
             ),
         )
 
@@ -204,19 +202,41 @@ class OpenAICompatibleLM(BaseLanguageModel):
         """Close the HTTP client this object created (an injected one is left open)."""
         await self._http.aclose()
 
-    async def _complete(
-        self, messages: list[Message], json_schema: dict[str, Any], schema_name: str
-    ) -> str:
+    async def chat(
+        self, messages: Sequence[Mapping[str, Any]], *, tools: Sequence[Mapping[str, Any]] | None = None
+    ) -> dict[str, Any]:
+        """One free chat completion: the assistant message (``choices[0].message``) as the server sent it.
+
+        ``messages`` go out as given (``tool`` results and assistant ``tool_calls`` included);
+        ``tools`` (OpenAI function tools) are declared with ``tool_choice: "auto"``, and without
+        them the model must answer in text. No JSON schema is asked for and nothing is repaired:
+        read ``content`` and ``tool_calls`` yourself. The request uses this client's connection,
+        retries, credentials and token accounting, as :meth:`generate` does.
+
+        Raises:
+            LanguageModelError: the endpoint failed, or its answer has no ``choices[0].message`` object.
+        """
+        body: dict[str, Any] = {"messages": [dict(m) for m in messages]}
+        if tools:
+            body["tools"] = [dict(t) for t in tools]
+            body["tool_choice"] = "auto"
+        _, message = self._message(await self._post_chat(body), "with tool calling")
+        return message
+
+    async def _complete(self, messages: list[Message], json_schema: dict[str, Any], schema_name: str) -> str:
         schema = strict_json_schema(json_schema) if self.strict else json_schema
         body: dict[str, Any] = {
-            "model": self.model,
             "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
-            "temperature": self.temperature,
             "response_format": {
                 "type": "json_schema",
                 "json_schema": {"name": schema_name, "schema": schema, "strict": self.strict},
             },
         }
+        return self._read_answer(await self._post_chat(body))
+
+    async def _post_chat(self, body: dict[str, Any]) -> Any:
+        """POST ``chat/completions`` with the model, sampling settings and key added; usage counted."""
+        body = {"model": self.model, **body, "temperature": self.temperature}
         if self.max_tokens is not None:
             body["max_tokens"] = self.max_tokens
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else None
@@ -225,9 +245,10 @@ class OpenAICompatibleLM(BaseLanguageModel):
         usage = data.get("usage") if isinstance(data, dict) else None
         usage = usage if isinstance(usage, dict) else {}
         self.count_usage(usage.get("prompt_tokens"), usage.get("completion_tokens"), time.perf_counter() - started)
-        return self._read_answer(data)
+        return data
 
-    def _read_answer(self, data: Any) -> str:
+    def _message(self, data: Any, api: str = "") -> tuple[Any, dict[str, Any]]:
+        """``(choices[0], choices[0].message)`` of a response, or ``LanguageModelError`` saying what is missing."""
         try:
             choice = data["choices"][0]
             message = choice["message"]
@@ -236,21 +257,21 @@ class OpenAICompatibleLM(BaseLanguageModel):
             raise LanguageModelError(
                 f"{self.name} returned an unexpected response (no choices[0].message)"
                 + (f": {detail}" if detail else "")
-                + ". Check that base_url serves the OpenAI chat completions API."
+                + f". Check that base_url serves the OpenAI chat completions API{' ' + api if api else ''}."
             ) from None
         if not isinstance(message, dict):
             raise LanguageModelError(f"{self.name} returned a non-object choices[0].message.")
+        return choice, message
+
+    def _read_answer(self, data: Any) -> str:
+        choice, message = self._message(data)
         refusal = message.get("refusal")
         if refusal:
             # A refusal is a policy decision; asking again rarely changes it.
-            raise GenerationError(
-                f"{self.name} refused to answer: {refusal!r}. Rephrase the request."
-            )
+            raise GenerationError(f"{self.name} refused to answer: {refusal!r}. Rephrase the request.")
         finish = choice.get("finish_reason") if isinstance(choice, dict) else None
         if finish == "content_filter":
-            raise GenerationError(
-                f"{self.name} stopped because of its content filter. Rephrase the request."
-            )
+            raise GenerationError(f"{self.name} stopped because of its content filter. Rephrase the request.")
         content = _text_content(message.get("content"))
         if finish == "length":
             limit = f" (max_tokens={self.max_tokens})" if self.max_tokens else ""
