@@ -31,7 +31,7 @@ import kag
 from benchmarks import world
 from benchmarks.bench_memory import rss
 from benchmarks.bench_triplet import TEMPLATES, latency, queries
-from benchmarks.common import Report, Result, fmt, log, percentiles
+from benchmarks.common import Report, Result, add_latency, fmt, log, percentiles
 from kag.graph.memory import MemoryGraphStore
 from kag.query.plan import QueryPlan
 
@@ -135,9 +135,8 @@ async def run(sizes: tuple[int, ...] = SIZES, per_template: int = 25) -> Report:
         )
         report.add(Result("memory scale", f"RSS growth of the build ({size})", (after - before) / 2**20, "MiB"))
         e2e = await latency(kb, data, per_template)
-        p50, p95 = percentiles(e2e["all"])
-        report.add(Result("memory scale", f"kb.triplet_search p50 ({size})", p50, "ms"))
-        report.add(Result("memory scale", f"kb.triplet_search p95 ({size})", p95, "ms"))
+        names = (f"{{}} p50 ({size})", f"{{}} p95 ({size})")
+        add_latency(report, "memory scale", "kb.triplet_search", e2e["all"], None, "", names=names)
         by_template = "; ".join(
             f"{name}: {fmt(percentiles(v)[0], 'ms')}" for name, v in e2e.items() if name in TEMPLATES
         )
