@@ -13,8 +13,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.base.base_retriever import BaseRetriever
-from llama_index.core.llms import MockLLM
+from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
+from llama_index.core.llms import MockFunctionCallingLLM, MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import MetadataMode, NodeWithScore
 from llama_index.core.tools import FunctionTool, ToolOutput
@@ -157,3 +159,30 @@ async def test_the_knowledge_tool_is_kags_search_tool(world: kag.Knowledge) -> N
     assert output.content == await native(**args) and "[world:1]" in output.content and not output.is_error
     bad = await tool.acall(**{**args, "k": "three"})
     assert bad.is_error and bad.content == "Error: k must be an integer or null, got 'three'."
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        (CAPITAL_OF_FRANCE, "Paris -[IsCapitalOf]-> France"),
+        ({**CAPITAL_OF_FRANCE, "subject_label": "Planet"}, "Error: unknown entity label 'Planet'"),
+    ],
+)
+async def test_a_function_agent_calls_the_tool(memory_world: kag.Knowledge, arguments: dict, expected: str) -> None:
+    """A LlamaIndex ``FunctionAgent`` run offline: a scripted function-calling LLM calls the tool, then answers
+    with what the tool returned (its result, or its error: the agent goes on either way)."""
+    tool = triplet_search_tool(memory_world)
+    seen: list[Any] = []
+
+    def respond(messages: Sequence[ChatMessage], **kwargs: Any) -> ChatMessage:
+        results = [m for m in messages if m.role == MessageRole.TOOL]
+        if results:  # second turn: answer with the tool's output
+            return ChatMessage(role=MessageRole.ASSISTANT, content=results[-1].content)
+        seen.extend(kwargs.get("tools") or [])
+        call = ToolCallBlock(tool_call_id="call_1", tool_name="triplet_search", tool_kwargs=arguments)
+        return ChatMessage(role=MessageRole.ASSISTANT, blocks=[call])
+
+    agent = FunctionAgent(tools=[tool], llm=MockFunctionCallingLLM(response_generator=respond))
+    answer = str(await agent.run("What is the capital of France?"))
+    assert expected in answer
+    assert [t.metadata.get_parameters_dict() for t in seen] == [tool.metadata.get_parameters_dict()]
