@@ -60,7 +60,16 @@ from kag.errors import (
 )
 from kag.graph.base import DIRECT, SOURCES, NodeRecord, PlanResult, PlanRow, RelationRecord
 from kag.graph.neo4j_anchor import FIRST_ANCHORS, GROWTH, AnchorScorer, proven, threshold_boundary, version_bump
-from kag.query.cypher import IN_NAMESPACE, NAMESPACE, CompiledQuery, compile_plan, quote, quote_name, vector_index_name
+from kag.query.cypher import (
+    IN_NAMESPACE,
+    NAMESPACE,
+    NAMESPACE_MAP,
+    CompiledQuery,
+    compile_plan,
+    quote,
+    quote_name,
+    vector_index_name,
+)
 from kag.query.plan import QueryPlan
 from kag.validation import DEFAULT_NAMESPACE, check_namespace
 
@@ -631,7 +640,7 @@ class Neo4jGraphStore:
         the nodes).
         """
         src, direct = quote(SOURCES), quote(DIRECT)
-        node = f"{quote(ENTITY)} {{{IN_NAMESPACE}}}"
+        node = f"{quote(ENTITY)} {NAMESPACE_MAP}"
         chunks = "$" + chunks_param
 
         def step(match: str, var: str, delete: str) -> str:
@@ -855,7 +864,7 @@ class Neo4jGraphStore:
 
     async def counts(self) -> dict[str, int]:
         out: dict[str, int] = {"nodes": 0, "relations": 0}
-        ns, params = f"{{{IN_NAMESPACE}}}", {"ns": self.namespace}
+        ns, params = f"{NAMESPACE_MAP}", {"ns": self.namespace}
         for label in self._entity_labels:
             res = await self.read(f"MATCH (n:{quote(label)} {ns}) RETURN count(n) AS n", params, "counting nodes")
             out[label] = int(res.records[0]["n"])
@@ -873,7 +882,7 @@ class Neo4jGraphStore:
         self, ids: Sequence[str], depth: int = 1, limit: int = 200
     ) -> tuple[dict[str, dict[str, Any]], list[tuple[str, str, str]]]:
         """Nodes (id -> properties) and edges (start, end, type) within ``depth`` hops of ``ids``."""
-        node = f"{quote(ENTITY)} {{{IN_NAMESPACE}}}"
+        node = f"{quote(ENTITY)} {NAMESPACE_MAP}"
         res = await self.read(
             f"MATCH (n:{node}) WHERE n.id IN $ids RETURN n.id AS id, n {{.*, embedding: null}} AS props",
             {"ids": list(ids), "ns": self.namespace},
@@ -904,7 +913,7 @@ class Neo4jGraphStore:
     async def clear(self) -> None:
         """Delete every kag entity of this namespace and its relations (tests and re-ingests)."""
         query = (
-            f"MATCH (n:{quote(ENTITY)} {{{IN_NAMESPACE}}}) CALL (n) {{ DETACH DELETE n }} IN TRANSACTIONS OF 5000 ROWS"
+            f"MATCH (n:{quote(ENTITY)} {NAMESPACE_MAP}) CALL (n) {{ DETACH DELETE n }} IN TRANSACTIONS OF 5000 ROWS"
         )
 
         async def call() -> None:

@@ -63,7 +63,7 @@ from kag.datamodels.base import RESERVED_LABEL_PREFIX, check_identifier
 from kag.errors import EmbeddingError
 from kag.graph.neo4j_writes import OwnWrites, Snapshot
 from kag.graph.spare import Spare, gathered, grown
-from kag.query.cypher import IN_NAMESPACE, quote, quote_name
+from kag.query.cypher import IN_NAMESPACE, NAMESPACE_MAP, quote, quote_name
 from kag.query.plan import QueryPlan
 from kag.ranking.select import kth_largest
 
@@ -350,7 +350,7 @@ class AnchorScorer:
         if written is None or len(written) > max(REFRESH_MIN, cached.matrix.shape[0] // 4):
             return None
         started = time.perf_counter()
-        in_ns = "" if self.namespace is None else f" {{{IN_NAMESPACE}}}"
+        in_ns = "" if self.namespace is None else f" {NAMESPACE_MAP}"
         by_id = "id: id" if self.namespace is None else f"id: id, {IN_NAMESPACE}"
         params: dict[str, Any] = {"ids": sorted(written)}
         if self.namespace is not None:
@@ -421,7 +421,7 @@ class AnchorScorer:
 
     async def _load(self, label: str, version: tuple[int, int], own: Snapshot | None = None) -> LabelMatrix:
         started = time.perf_counter()
-        in_ns = "" if self.namespace is None else f" {{{IN_NAMESPACE}}}"
+        in_ns = "" if self.namespace is None else f" {NAMESPACE_MAP}"
         # node references first (small), then the ids and vectors of LOAD_BATCH nodes per record
         query = (
             f"MATCH (n:{quote(label)}{in_ns}) WHERE n.embedding IS NOT NULL WITH collect(n) AS nodes\n"

@@ -73,7 +73,7 @@ from kag.graph.ann import IVFIndex, ProjectedIndex
 from kag.graph.neo4j import ENTITY, Neo4jGraphStore
 from kag.graph.neo4j_anchor import SCREEN, LabelMatrix, version_bump, version_calls
 from kag.graph.passages import ChunkRecord, DocumentRecord, Mention, PassageRow, sort_rows
-from kag.query.cypher import NAMESPACE
+from kag.query.cypher import IN_NAMESPACE, NAMESPACE, NAMESPACE_MAP
 from kag.query.filters import SCOPED_FILTER_DEPTH, compile_cypher, flatten_metadata, validate_filter
 from kag.ranking.select import kth_largest
 from kag.validation import check_k
@@ -100,7 +100,6 @@ APPROXIMATE_MODES = ("pca", "ivf", "hnsw")
 # the Chunk write counter, bumped in every transaction that writes or deletes chunks
 _BUMP = "UNWIND [0] AS bump\n" + version_bump(CHUNK)
 _TERM = re.compile(r"\w+", re.UNICODE)
-_NS = f"{NAMESPACE}: $ns"  # inside a node's property map: every pattern names the store's namespace
 _ROW = (
     f"RETURN c.id AS id, c {{.*, embedding: null, {NAMESPACE}: null}} AS props, score, "
     f"[(c)-[:MENTIONS]->(e:{ENTITY}) | e.id] AS mentions"
@@ -109,7 +108,7 @@ _ROW = (
 
 # scores the screened chunks: by (id, namespace), as ids are content hashes another namespace may hold too
 _SCORED = (
-    f"UNWIND $ids AS id MATCH (c:Chunk {{id: id, {_NS}}})\n"
+    f"UNWIND $ids AS id MATCH (c:Chunk {{id: id, {IN_NAMESPACE}}})\n"
     "WITH c, vector.similarity.cosine(c.embedding, $vector) AS score\n"
     "ORDER BY score DESC, c.id ASC LIMIT $k\n"
 )
@@ -275,7 +274,8 @@ class Neo4jPassageStore:
         ids = [d.id for d in documents]
         stmts.append(
             (
-                f"UNWIND $ids AS id MATCH (:Document {{id: id, {_NS}}})-[:HAS_CHUNK]->(c:Chunk {{{_NS}}}) "
+                f"UNWIND $ids AS id MATCH (:Document {{id: id, {IN_NAMESPACE}}})"
+                f"-[:HAS_CHUNK]->(c:Chunk {NAMESPACE_MAP}) "
                 "DETACH DELETE c RETURN count(*) AS n",
                 {"ids": ids},
             )
@@ -283,7 +283,7 @@ class Neo4jPassageStore:
         for start in range(0, len(doc_rows), batch):
             stmts.append(
                 (
-                    f"UNWIND $rows AS row MERGE (d:Document {{id: row.id, {_NS}}}) "
+                    f"UNWIND $rows AS row MERGE (d:Document {{id: row.id, {IN_NAMESPACE}}}) "
                     f"SET d = row.props, d.{NAMESPACE} = $ns RETURN count(*) AS n",
                     {"rows": doc_rows[start : start + batch]},
                 )
@@ -300,8 +300,8 @@ class Neo4jPassageStore:
         for start in range(0, len(chunk_rows), batch):
             stmts.append(
                 (
-                    f"UNWIND $rows AS row MATCH (d:Document {{id: row.document_id, {_NS}}}) "
-                    f"MERGE (c:Chunk {{id: row.id, {_NS}}}) SET c = row.props, c.embedding = row.embedding, "
+                    f"UNWIND $rows AS row MATCH (d:Document {{id: row.document_id, {IN_NAMESPACE}}}) "
+                    f"MERGE (c:Chunk {{id: row.id, {IN_NAMESPACE}}}) SET c = row.props, c.embedding = row.embedding, "
                     f"c.{NAMESPACE} = $ns MERGE (d)-[:HAS_CHUNK]->(c) RETURN count(*) AS n",
                     {"rows": chunk_rows[start : start + batch]},
                 )
@@ -311,7 +311,8 @@ class Neo4jPassageStore:
         for start in range(0, len(next_rows), batch):
             stmts.append(
                 (
-                    f"UNWIND $rows AS row MATCH (a:Chunk {{id: row.a, {_NS}}}) MATCH (b:Chunk {{id: row.b, {_NS}}}) "
+                    f"UNWIND $rows AS row MATCH (a:Chunk {{id: row.a, {IN_NAMESPACE}}}) "
+                    f"MATCH (b:Chunk {{id: row.b, {IN_NAMESPACE}}}) "
                     "MERGE (a)-[:NEXT]->(b) RETURN count(*) AS n",
                     {"rows": next_rows[start : start + batch]},
                 )
@@ -327,8 +328,9 @@ class Neo4jPassageStore:
         batch = self.graph_store.batch_size
         return [
             (
-                f"UNWIND $rows AS row MATCH (c:Chunk {{id: row.chunk, {_NS}}}) "
-                f"MATCH (e:{ENTITY} {{id: row.entity, {_NS}}}) MERGE (c)-[:MENTIONS]->(e) RETURN count(*) AS n",
+                f"UNWIND $rows AS row MATCH (c:Chunk {{id: row.chunk, {IN_NAMESPACE}}}) "
+                f"MATCH (e:{ENTITY} {{id: row.entity, {IN_NAMESPACE}}}) "
+                "MERGE (c)-[:MENTIONS]->(e) RETURN count(*) AS n",
                 {"rows": rows[start : start + batch]},
             )
             for start in range(0, len(rows), batch)
@@ -350,11 +352,12 @@ class Neo4jPassageStore:
             return 0
         # the chunk ids are collected first, so the retraction sees them after the chunks are gone
         collect = (
-            f"UNWIND $ids AS id MATCH (d:Document {{id: id, {_NS}}}) OPTIONAL MATCH (d)-[:HAS_CHUNK]->(c:Chunk) "
+            f"UNWIND $ids AS id MATCH (d:Document {{id: id, {IN_NAMESPACE}}}) "
+            "OPTIONAL MATCH (d)-[:HAS_CHUNK]->(c:Chunk) "
             "WITH collect(c.id) AS chunks RETURN chunks"
         )
         delete = (
-            f"UNWIND $ids AS id MATCH (d:Document {{id: id, {_NS}}}) "
+            f"UNWIND $ids AS id MATCH (d:Document {{id: id, {IN_NAMESPACE}}}) "
             "OPTIONAL MATCH (d)-[:HAS_CHUNK]->(c:Chunk) "
             "WITH d, collect(c) AS chunks FOREACH (c IN chunks | DETACH DELETE c) "
             "DETACH DELETE d RETURN count(*) AS n"
@@ -386,7 +389,7 @@ class Neo4jPassageStore:
     async def clear(self) -> None:
         store = self.graph_store
         query = (
-            f"MATCH (n {{{_NS}}}) WHERE n:Document OR n:Chunk "
+            f"MATCH (n {NAMESPACE_MAP}) WHERE n:Document OR n:Chunk "
             "CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS"
         )
 
@@ -438,7 +441,7 @@ class Neo4jPassageStore:
                 f"CALL db.index.vector.queryNodes($index, $candidates, $vector) YIELD node AS c\nWITH c WHERE {cond}\n"
             )
         else:
-            source = f"MATCH (c:Chunk {{{_NS}}}) WHERE {cond}\n"
+            source = f"MATCH (c:Chunk {NAMESPACE_MAP}) WHERE {cond}\n"
         query = (
             source + "WITH c, vector.similarity.cosine(c.embedding, $vector) AS score\n"
             "ORDER BY score DESC, c.id ASC LIMIT $k\n" + _ROW
@@ -585,7 +588,7 @@ class Neo4jPassageStore:
         if not ids:
             return {}
         res = await self.graph_store.read(
-            f"UNWIND $ids AS id MATCH (c:Chunk {{id: id, {_NS}}}) RETURN c.id AS id, c.embedding AS embedding",
+            f"UNWIND $ids AS id MATCH (c:Chunk {{id: id, {IN_NAMESPACE}}}) RETURN c.id AS id, c.embedding AS embedding",
             {"ids": list(dict.fromkeys(ids)), "ns": self.graph_store.namespace},
             "reading chunk vectors",
         )
@@ -595,7 +598,7 @@ class Neo4jPassageStore:
         if not ids:
             return []
         res = await self.graph_store.read(
-            f"UNWIND $ids AS id MATCH (c:Chunk {{id: id, {_NS}}}) WITH c, 0.0 AS score\n" + _ROW,
+            f"UNWIND $ids AS id MATCH (c:Chunk {{id: id, {IN_NAMESPACE}}}) WITH c, 0.0 AS score\n" + _ROW,
             {"ids": list(dict.fromkeys(ids)), "ns": self.graph_store.namespace},
             "reading chunks",
         )
@@ -608,7 +611,7 @@ class Neo4jPassageStore:
         params: dict[str, Any] = {"ids": list(dict.fromkeys(entity_ids)), "ns": self.graph_store.namespace}
         cond = compile_cypher(where, "c", params)
         res = await self.graph_store.read(
-            f"MATCH (c:Chunk {{{_NS}}})-[:MENTIONS]->(e:{ENTITY} {{{_NS}}}) WHERE e.id IN $ids AND {cond} "
+            f"MATCH (c:Chunk {NAMESPACE_MAP})-[:MENTIONS]->(e:{ENTITY} {NAMESPACE_MAP}) WHERE e.id IN $ids AND {cond} "
             "RETURN DISTINCT e.id AS id",
             params,
             "reading mentioned entities",
@@ -617,9 +620,9 @@ class Neo4jPassageStore:
 
     async def entities(self, ids: Sequence[str] | None = None) -> list[tuple[str, str, dict[str, Any]]]:
         source = (
-            f"MATCH (n:{ENTITY} {{{_NS}}}) "
+            f"MATCH (n:{ENTITY} {NAMESPACE_MAP}) "
             if ids is None
-            else f"UNWIND $ids AS id MATCH (n:{ENTITY} {{id: id, {_NS}}}) "
+            else f"UNWIND $ids AS id MATCH (n:{ENTITY} {{id: id, {IN_NAMESPACE}}}) "
         )
         # ENTITY_BATCH entities per record, read on the blocking driver: 34k entities in 0.7-0.8 s, where
         # one record per entity on the async driver took 1.8 s (the driver's cost per record)
@@ -639,7 +642,7 @@ class Neo4jPassageStore:
 
     async def chunk_texts(self, after: str | None, limit: int) -> list[tuple[str, str]]:
         res = await self.graph_store.read(
-            f"MATCH (c:Chunk {{{_NS}}}) WHERE $after IS NULL OR c.id > $after "
+            f"MATCH (c:Chunk {NAMESPACE_MAP}) WHERE $after IS NULL OR c.id > $after "
             "RETURN c.id AS id, c.text AS text ORDER BY id LIMIT $limit",
             {"after": after, "limit": max(0, int(limit)), "ns": self.graph_store.namespace},
             "reading chunk texts",
@@ -654,7 +657,7 @@ class Neo4jPassageStore:
         origins: Sequence[str] | None = None,
     ) -> list[DocumentRecord]:
         res = await self.graph_store.read(
-            f"MATCH (d:Document {{{_NS}}}) WHERE ($ids IS NULL OR d.id IN $ids) "
+            f"MATCH (d:Document {NAMESPACE_MAP}) WHERE ($ids IS NULL OR d.id IN $ids) "
             "AND ($sources IS NULL OR d.source IN $sources) "
             f"AND ($origins IS NULL OR d.origin IN $origins) RETURN d {{.*, {NAMESPACE}: null}} AS props ORDER BY d.id",
             {
@@ -669,9 +672,9 @@ class Neo4jPassageStore:
 
     async def counts(self) -> dict[str, int]:
         res = await self.graph_store.read(
-            f"CALL () {{ MATCH (d:Document {{{_NS}}}) RETURN count(d) AS documents }} "
-            f"CALL () {{ MATCH (c:Chunk {{{_NS}}}) RETURN count(c) AS chunks }} "
-            f"CALL () {{ MATCH (:Chunk {{{_NS}}})-[m:MENTIONS]->() RETURN count(m) AS mentions }} "
+            f"CALL () {{ MATCH (d:Document {NAMESPACE_MAP}) RETURN count(d) AS documents }} "
+            f"CALL () {{ MATCH (c:Chunk {NAMESPACE_MAP}) RETURN count(c) AS chunks }} "
+            f"CALL () {{ MATCH (:Chunk {NAMESPACE_MAP})-[m:MENTIONS]->() RETURN count(m) AS mentions }} "
             "RETURN documents, chunks, mentions",
             {"ns": self.graph_store.namespace},
             "counting passages",

@@ -34,7 +34,9 @@ NAMESPACE = "kag_ns"
 """The property that holds a node's (and a relationship's) namespace on Neo4j."""
 IN_NAMESPACE = f"{NAMESPACE}: $ns"
 """The property-map entry that confines a pattern to the namespace in the ``$ns`` parameter:
-``(n:KagEntity {id: $id, ...})`` with it spliced in, or ``{...}`` around it alone."""
+``(n:KagEntity {id: $id, ...})`` with it spliced in, or :data:`NAMESPACE_MAP` alone."""
+NAMESPACE_MAP = f"{{{IN_NAMESPACE}}}"
+"""The property map ``{kag_ns: $ns}`` of a pattern that names no other property: ``(n:KagEntity {...})``."""
 
 
 def quote(identifier: str) -> str:
