@@ -208,6 +208,14 @@ class BaseLanguageModel(abc.ABC):
         and :class:`InvalidOutputError` for an unusable answer worth repairing.
         """
 
+    async def _fit_messages(self, messages: list[Message]) -> list[Message]:
+        """The conversation to send, fitted to the model's context window (unchanged by default).
+
+        Called once per ``generate``, before the first attempt; a local model with a
+        small window overrides it to drop worked examples that do not fit.
+        """
+        return messages
+
     async def aclose(self) -> None:
         """Release network resources (nothing by default)."""
         return None
@@ -253,6 +261,7 @@ class BaseLanguageModel(abc.ABC):
             raise InvalidInputError(f"schema_name {schema_name!r} must match [A-Za-z0-9_-]{{1,64}}.")
         json_schema, model_cls = resolve_schema(schema)
         sent_schema = provider_schema(json_schema)  # kag's own annotations never reach a provider
+        conversation = await self._fit_messages(conversation)
 
         last_error = ""
         last_raw = ""

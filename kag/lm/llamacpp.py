@@ -16,7 +16,11 @@ model (see :mod:`kag.lm.packaged`); ``LlamaCppLM("/path/model.gguf")`` any GGUF.
 from __future__ import annotations
 
 import asyncio
+import codecs
+import ctypes
+import itertools
 import json
+import logging
 import os
 import re
 import threading
@@ -25,19 +29,32 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from kag.errors import ConfigError, InvalidInputError, InvalidOutputError, LanguageModelError
 from kag.lm.base import BaseLanguageModel, Message
+from kag.lm.guards import Repetition, RepetitionGuard, bound_schema
 from kag.lm.packaged import PACKAGED_MODEL, packaged_model_path
 from kag.runtime import available_cores
 
 __all__ = ["LOCAL", "LlamaCppLM", "schema_grammar"]
 
+log = logging.getLogger(__name__)
+
 LOCAL = "local"
 """The model spec of the packaged model (``--lm local``)."""
 
 _GGUF_MAGIC = b"GGUF"
+_DECODINGS = frozenset({"kag", "llama-cpp"})
+_MAX_GRAMMARS = 64  # cached grammars (converted text and parsed llama.cpp sampler) per model
+_MIN_STATE_GAIN = 32  # prompt tokens a saved prefix state must spare to be worth a save or a restore
+_MAX_CUTS = 4  # repetition cuts per answer before it counts as invalid
+_PENALTY_WINDOW = 64  # tokens repeat_penalty looks back on (llama-cpp-python's default)
 # the converter's shared rule for strings without their own limits (llama-cpp-python 0.3.x)
 _FREE_STRING_RULE = 'string ::= "\\"" char* "\\"" space'
+# its character rule lets raw control characters (a newline) into strings, which JSON forbids
+_LOOSE_CHAR_RULE = 'char ::= [^"\\\\] |'
+_STRICT_CHAR_CLASS = '[^"\\\\\\x7F\\x00-\\x1F]'
 _CONTEXT_OVERFLOW = re.compile(r"Requested tokens \((\d+)\) exceed context window of (\d+)")
 _INSTALL = (
     "install the local extra: `pip install 'kag[local]'` (on a machine without a prebuilt "
@@ -66,6 +83,12 @@ def schema_grammar(json_schema: Mapping[str, Any], *, max_string_length: int | N
             f"The output schema cannot be turned into a llama.cpp grammar ({type(exc).__name__}: {exc}); "
             "simplify it (plain objects, arrays, enums, strings, numbers, booleans)."
         ) from exc
+    # JSON strings may not hold raw control characters: the small model writes newlines otherwise
+    strict = "char ::= " + _STRICT_CHAR_CLASS
+    grammar = "\n".join(
+        strict + line[len(_LOOSE_CHAR_RULE) - 2 :] if line.startswith(_LOOSE_CHAR_RULE) else line
+        for line in grammar.splitlines()
+    )
     if max_string_length is not None:
         lines = grammar.splitlines()
         capped = f'string ::= "\\"" char{{0,{max_string_length}}} "\\"" space'
@@ -107,6 +130,22 @@ class LlamaCppLM(BaseLanguageModel):
         full_search_language: give a ``KnowledgeRetriever`` the whole triplet language (field
             conditions, ordering, several constraints on one entity). Off by default: the packaged
             135M model fills free-form condition lists with repetitions; turn it on for a 1B+ model.
+        max_items: ``maxItems`` given to every array the schema leaves unbounded (grammar only);
+            ``None`` for no bound.
+        prefix_cache_states: how many prompt KV states are kept to resume later prompts that share
+            their prefix (system message, schema, worked examples); 0 keeps only the live one.
+        repetition_guard: cut a looping string or list at its first repeat (see below).
+        decoding: ``"kag"`` (the decoder described below) or ``"llama-cpp"`` (llama-cpp-python's own
+            ``create_chat_completion``: no saved prefixes, no fast grammar check, no repetition guard;
+            kept to compare against). A named ``chat_format`` always uses ``"llama-cpp"``.
+
+    Decoding (with the GGUF's chat template): the longest prompt prefix already in the KV cache,
+    live or saved, is not evaluated again; the grammar is parsed once per schema; the model's
+    favourite token is checked alone against the grammar before the whole vocabulary is masked;
+    a :class:`~kag.lm.guards.RepetitionGuard` cuts a looping string or list at its first repeat
+    and closes it (``usage["repetition_cuts"]``). ``last_timings`` splits the last call into
+    prompt evaluation, sampling and decoding seconds. Worked examples that do not fit the
+    context window (prompt + ``max_tokens`` > ``n_ctx``) are dropped, oldest first, with a warning.
 
     Raises:
         ConfigError: bad settings, a missing file, or a file that is not GGUF.
@@ -129,6 +168,10 @@ class LlamaCppLM(BaseLanguageModel):
             "max_string_length",
             "repeat_penalty",
             "full_search_language",
+            "max_items",
+            "prefix_cache_states",
+            "repetition_guard",
+            "decoding",
         }
     )
 
@@ -147,6 +190,10 @@ class LlamaCppLM(BaseLanguageModel):
         max_string_length: int | None = 160,
         repeat_penalty: float = 1.0,
         full_search_language: bool = False,
+        max_items: int | None = 16,
+        prefix_cache_states: int = 4,
+        repetition_guard: bool = True,
+        decoding: str = "kag",
     ) -> None:
         super().__init__(max_repairs=max_repairs)
         self.full_search_language = bool(full_search_language)
@@ -173,7 +220,19 @@ class LlamaCppLM(BaseLanguageModel):
         self._check_file(self.model_path)
         self._llama: Any = None
         self._lock = threading.Lock()
-        self._grammars: dict[str, Any] = {}
+        self.max_items = _positive_int("max_items", max_items, allow_none=True)
+        if isinstance(prefix_cache_states, bool) or not isinstance(prefix_cache_states, int) or prefix_cache_states < 0:
+            raise ConfigError(f"prefix_cache_states must be an integer >= 0, got {prefix_cache_states!r}.")
+        self.prefix_cache_states = prefix_cache_states
+        self.repetition_guard = bool(repetition_guard)
+        if decoding not in _DECODINGS:
+            raise ConfigError(f"decoding must be one of {sorted(_DECODINGS)}, got {decoding!r}.")
+        self.decoding = decoding
+        self._grammars: dict[str, str] = {}  # schema JSON -> GBNF text
+        self._samplers: dict[str, Any] = {}  # schema JSON -> parsed llama.cpp grammar sampler (cloned per call)
+        self._prefix_states: dict[tuple[int, ...], _PrefixState] = {}  # prompt tokens -> KV state, LRU order
+        self._chat_formatter: Any = None
+        self.last_timings: dict[str, float] = {}
 
     # -- construction helpers --------------------------------------------------------------
     @staticmethod
@@ -253,6 +312,10 @@ class LlamaCppLM(BaseLanguageModel):
             "max_string_length": self.max_string_length,
             "repeat_penalty": self.repeat_penalty,
             "full_search_language": self.full_search_language,
+            "max_items": self.max_items,
+            "prefix_cache_states": self.prefix_cache_states,
+            "repetition_guard": self.repetition_guard,
+            "decoding": self.decoding,
         }
 
     def __repr__(self) -> str:
@@ -324,59 +387,407 @@ class LlamaCppLM(BaseLanguageModel):
     def _close(self) -> None:
         with self._lock:
             if self._llama is not None:
+                from llama_cpp import llama_cpp as C
+
+                for sampler in self._samplers.values():
+                    C.llama_sampler_free(sampler)
+                self._samplers.clear()
+                self._prefix_states.clear()
+                self._chat_formatter = None
                 self._llama.close()
                 self._llama = None
 
     # -- generation --------------------------------------------------------------------------
-    def _grammar(self, json_schema: dict[str, Any]) -> Any:
+    def _grammar_text(self, json_schema: dict[str, Any]) -> tuple[str, str]:
+        """``(cache key, GBNF text)`` of a schema, converted once per schema."""
         key = json.dumps(json_schema, sort_keys=True)
-        grammar = self._grammars.get(key)
-        if grammar is None:
-            text = schema_grammar(json_schema, max_string_length=self.max_string_length)
-            from llama_cpp import LlamaGrammar
-
-            grammar = LlamaGrammar.from_string(text, verbose=False)
-            if len(self._grammars) >= 64:  # schemas are few per program; bound the cache anyway
+        text = self._grammars.get(key)
+        if text is None:
+            sent = bound_schema(json_schema, self.max_items) if self.max_items is not None else json_schema
+            text = schema_grammar(sent, max_string_length=self.max_string_length)
+            self.usage["grammar_builds"] = self.usage.get("grammar_builds", 0) + 1
+            if len(self._grammars) >= _MAX_GRAMMARS:  # schemas are few per program; bound the cache anyway
                 self._grammars.pop(next(iter(self._grammars)))
-            self._grammars[key] = grammar
-        return grammar
+            self._grammars[key] = text
+        return key, text
+
+    async def _fit_messages(self, messages: list[Message]) -> list[Message]:
+        """Drop the oldest worked examples until the prompt leaves ``max_tokens`` free in the window."""
+        return await asyncio.to_thread(self._fit_sync, messages)
+
+    def _fit_sync(self, messages: list[Message]) -> list[Message]:
+        with self._lock:
+            llama = self._ensure_loaded()
+            if self._formatter(llama) is None:
+                return messages
+            budget = self.n_ctx - self.max_tokens
+            fitted = list(messages)
+            first = 1 if fitted and fitted[0]["role"] == "system" else 0
+            size = len(self._prompt_tokens(llama, fitted))
+            dropped = 0
+            # a demo is a (user, assistant) pair before the final user message
+            while size > budget and len(fitted) - first >= 3 and fitted[first + 1]["role"] == "assistant":
+                del fitted[first : first + 2]
+                dropped += 1
+                size = len(self._prompt_tokens(llama, fitted))
+        if dropped:
+            log.warning(
+                "%s: dropped the %d oldest worked example(s) of %d so the prompt fits the context window "
+                "(%d prompt tokens + max_tokens=%d <= n_ctx=%d: %s)",
+                self.name,
+                dropped,
+                dropped + sum(1 for m in fitted[first:-1] if m["role"] == "assistant"),
+                size,
+                self.max_tokens,
+                self.n_ctx,
+                "fits" if size <= budget else "still too long",
+            )
+        return fitted
 
     async def _complete(self, messages: list[Message], json_schema: dict[str, Any], schema_name: str) -> str:
-        grammar = self._grammar(json_schema)
+        key, grammar = self._grammar_text(json_schema)
         chat = [{"role": m["role"], "content": m["content"]} for m in messages]
-        return await asyncio.to_thread(self._complete_sync, chat, grammar)
+        return await asyncio.to_thread(self._complete_sync, chat, key, grammar)
 
-    def _complete_sync(self, chat: list[dict[str, str]], grammar: Any) -> str:
+    def _complete_sync(self, chat: list[dict[str, str]], key: str, grammar: str) -> str:
         with self._lock:
             llama = self._ensure_loaded()
             started = time.perf_counter()
-            try:
-                out = llama.create_chat_completion(
-                    messages=chat,
-                    grammar=grammar,
-                    temperature=self.temperature,
-                    seed=self.seed,
-                    max_tokens=self.max_tokens,
-                    repeat_penalty=self.repeat_penalty,
-                )
-            except ValueError as exc:
-                overflow = _CONTEXT_OVERFLOW.search(str(exc))
-                if overflow:
-                    tokens, window = overflow.groups()
-                    raise InvalidInputError(
-                        f"The prompt has {tokens} tokens but {self.name}'s context window is {window}: "
-                        "shorten the input (fewer or shorter facts, a lower k) or raise n_ctx."
-                    ) from exc
-                raise LanguageModelError(f"{self.name} failed to generate: {exc}.") from exc
+            if self._formatter(llama) is None:
+                content, finish, prompt_tokens, completion_tokens = self._chat_completion(llama, chat, grammar)
+            else:
+                content, finish, prompt_tokens, completion_tokens = self._decode(llama, chat, key, grammar)
             elapsed = time.perf_counter() - started
-        usage = out.get("usage") or {}
-        self.count_usage(usage.get("prompt_tokens"), usage.get("completion_tokens"), elapsed)
-        choice = out["choices"][0]
-        content = choice["message"].get("content") or ""
-        if choice.get("finish_reason") == "length":
+        self.count_usage(prompt_tokens, completion_tokens, elapsed)
+        for name, value in self.last_timings.items():
+            self.usage[name] = self.usage.get(name, 0.0) + value
+        if finish == "length":
             raise InvalidOutputError(
                 f"the answer was cut off at the token limit (max_tokens={self.max_tokens}), so the JSON is "
                 "incomplete; give a shorter answer",
                 raw=content,
             )
-        return str(content)
+        return content
+
+    # -- chat template ----------------------------------------------------------------------
+    def _formatter(self, llama: Any) -> Any:
+        """The GGUF's own chat template as a formatter; ``None`` with a named ``chat_format``."""
+        if self.decoding != "kag" or self.chat_format is not None or "tokenizer.chat_template" not in llama.metadata:
+            return None
+        if self._chat_formatter is None:
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            def token_text(token: int) -> str:
+                return str(llama._model.token_get_text(token)) if token != -1 else ""
+
+            self._chat_formatter = Jinja2ChatFormatter(
+                template=llama.metadata["tokenizer.chat_template"],
+                eos_token=token_text(llama.token_eos()),
+                bos_token=token_text(llama.token_bos()),
+            )
+        return self._chat_formatter
+
+    def _prompt_tokens(self, llama: Any, chat: list[Message] | list[dict[str, str]]) -> list[int]:
+        prompt = self._formatter(llama)(messages=chat).prompt
+        return list(llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True))
+
+    def _chat_completion(self, llama: Any, chat: list[dict[str, str]], grammar: str) -> tuple[str, str, int, int]:
+        """llama-cpp-python's own chat completion (named chat formats): no prefix cache, no repetition guard."""
+        from llama_cpp import LlamaGrammar
+
+        try:
+            out = llama.create_chat_completion(
+                messages=chat,
+                grammar=LlamaGrammar.from_string(grammar, verbose=False),
+                temperature=self.temperature,
+                seed=self.seed,
+                max_tokens=self.max_tokens,
+                repeat_penalty=self.repeat_penalty,
+            )
+        except ValueError as exc:
+            overflow = _CONTEXT_OVERFLOW.search(str(exc))
+            if overflow:
+                raise self._overflow(int(overflow.group(1))) from exc
+            raise LanguageModelError(f"{self.name} failed to generate: {exc}.") from exc
+        usage = out.get("usage") or {}
+        choice = out["choices"][0]
+        self.last_timings = {}
+        return (
+            str(choice["message"].get("content") or ""),
+            str(choice.get("finish_reason")),
+            int(usage.get("prompt_tokens") or 0),
+            int(usage.get("completion_tokens") or 0),
+        )
+
+    def _overflow(self, tokens: int) -> InvalidInputError:
+        return InvalidInputError(
+            f"The prompt has {tokens} tokens but {self.name}'s context window is {self.n_ctx}: "
+            "shorten the input (fewer or shorter facts, fewer examples, a lower k) or raise n_ctx."
+        )
+
+    # -- decoding ---------------------------------------------------------------------------
+    def _decode(self, llama: Any, chat: list[dict[str, str]], key: str, grammar: str) -> tuple[str, str, int, int]:
+        """Evaluate the prompt (reusing a cached prefix) and sample under the grammar, guarded."""
+        from llama_cpp import llama_cpp as C
+
+        timings = {"prompt_eval_seconds": 0.0, "sample_seconds": 0.0, "decode_seconds": 0.0}
+        timings.update({"prompt_tokens_evaluated": 0.0, "prompt_tokens_reused": 0.0, "repetition_cuts": 0.0})
+        self.last_timings = timings
+        prompt = self._prompt_tokens(llama, chat)
+        if len(prompt) >= self.n_ctx:
+            raise self._overflow(len(prompt))
+        clock = time.perf_counter()
+        reused = self._reuse_prefix(llama, prompt)
+        llama.n_tokens = reused  # eval first drops every cell after the reused prefix
+        try:
+            llama.eval(prompt[reused:])
+        except Exception as exc:  # llama_decode failures surface as RuntimeError
+            raise LanguageModelError(f"{self.name} failed to evaluate the prompt: {exc}.") from exc
+        self._remember_prefix(llama, prompt, reused)
+        timings["prompt_eval_seconds"] = time.perf_counter() - clock
+        timings["prompt_tokens_evaluated"] = float(len(prompt) - reused)
+        timings["prompt_tokens_reused"] = float(reused)
+
+        pristine = self._samplers.get(key)
+        if pristine is None:
+            pristine = C.llama_sampler_init_grammar(llama._model.vocab, grammar.encode("utf-8"), b"root")
+            if not pristine:
+                raise InvalidInputError("llama.cpp rejected the grammar built from the output schema; simplify it.")
+            if len(self._samplers) >= _MAX_GRAMMARS:
+                C.llama_sampler_free(self._samplers.pop(next(iter(self._samplers))))
+            self._samplers[key] = pristine
+        sampler = _GrammarSampler(C, pristine, llama.n_vocab())
+        try:
+            return self._sample_loop(llama, C, sampler, prompt, timings)
+        finally:
+            sampler.close()
+
+    def _sample_loop(
+        self, llama: Any, C: Any, sampler: _GrammarSampler, prompt: list[int], timings: dict[str, float]
+    ) -> tuple[str, str, int, int]:
+        vocab = llama._model.vocab
+        n_vocab = llama.n_vocab()
+        rng = np.random.default_rng(self.seed)
+        tokens: list[int] = []
+        pieces: list[bytes] = []
+        guard = RepetitionGuard()
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        finish = "length"
+        while len(tokens) < self.max_tokens and len(prompt) + len(tokens) < self.n_ctx:
+            clock = time.perf_counter()
+            logits = np.ctypeslib.as_array(llama._ctx.get_logits_ith(-1), shape=(n_vocab,))
+            token = sampler.pick(self._penalized(logits, prompt, tokens), self.temperature, rng)
+            timings["sample_seconds"] += time.perf_counter() - clock
+            if C.llama_vocab_is_eog(vocab, token):
+                finish = "stop"
+                break
+            sampler.accept(token)
+            tokens.append(token)
+            piece = _piece(C, vocab, token)
+            pieces.append(piece)
+            repetition = guard.feed(decoder.decode(piece)) if self.repetition_guard else None
+            clock = time.perf_counter()
+            if repetition is None:
+                llama.eval([token])
+            elif not self._cut(llama, sampler, prompt, tokens, pieces, repetition):
+                timings["decode_seconds"] += time.perf_counter() - clock
+                raise InvalidOutputError(
+                    f"the answer started repeating itself ({repetition.description}) and could not be cut "
+                    "there; say each thing once and keep the answer short",
+                    raw=guard.text,
+                )
+            else:
+                timings["repetition_cuts"] += 1
+                log.info("%s: cut a repetition (%s)", self.name, repetition.description)
+                guard, decoder = RepetitionGuard(), codecs.getincrementaldecoder("utf-8")(errors="replace")
+                if guard.feed(decoder.decode(b"".join(pieces))) is not None or timings["repetition_cuts"] > _MAX_CUTS:
+                    raise InvalidOutputError(
+                        f"the answer kept repeating itself ({repetition.description}); say each thing once",
+                        raw=guard.text,
+                    )
+            timings["decode_seconds"] += time.perf_counter() - clock
+        text = b"".join(pieces).decode("utf-8", errors="replace")
+        return text, finish, len(prompt), len(tokens)
+
+    def _penalized(self, logits: Any, prompt: list[int], tokens: list[int]) -> Any:
+        if self.repeat_penalty == 1.0:
+            return logits
+        recent = np.array(sorted(set((prompt + tokens)[-_PENALTY_WINDOW:])), dtype=np.intc)
+        out = np.array(logits, copy=True)
+        hit = out[recent]
+        out[recent] = np.where(hit > 0, hit / self.repeat_penalty, hit * self.repeat_penalty)
+        return out
+
+    def _cut(
+        self,
+        llama: Any,
+        sampler: _GrammarSampler,
+        prompt: list[int],
+        tokens: list[int],
+        pieces: list[bytes],
+        repetition: Repetition,
+    ) -> bool:
+        """Roll the answer back to ``repetition.cut`` and close it there; ``False`` if the grammar refuses."""
+        text = b"".join(pieces).decode("utf-8", errors="replace")
+        cut = len(text[: repetition.cut].encode("utf-8"))
+        ends = list(itertools.accumulate(len(p) for p in pieces))
+        keep = sum(1 for end in ends if end <= cut)
+        kept_bytes = ends[keep - 1] if keep else 0
+        missing = b"".join(pieces)[kept_bytes:cut] + repetition.closer.encode("utf-8")
+        forced = list(llama.tokenize(missing, add_bos=False, special=False))
+        sampler.restart(tokens[:keep])
+        for token in forced:
+            if not sampler.allows(token):
+                return False
+            sampler.accept(token)
+        del tokens[keep:], pieces[keep:]
+        tokens.extend(forced)
+        pieces.extend(_piece(sampler.C, llama._model.vocab, t) for t in forced)
+        llama.n_tokens = len(prompt) + keep  # eval drops the rolled-back cells from the KV cache first
+        llama.eval(forced)
+        return True
+
+    # -- prompt prefix cache ----------------------------------------------------------------
+    def _reuse_prefix(self, llama: Any, prompt: list[int]) -> int:
+        """Tokens of ``prompt`` already in the KV cache (the live one or a saved prefix state)."""
+        live = _common_prefix(llama.input_ids[: llama.n_tokens], prompt)
+        best_key, best = None, 0
+        for cached in self._prefix_states:
+            shared = _common_prefix(cached, prompt)
+            if shared > best:
+                best_key, best = cached, shared
+        if best_key is not None and best > live + _MIN_STATE_GAIN:
+            state = self._prefix_states.pop(best_key)
+            self._prefix_states[best_key] = state  # most recently used last
+            if not state.restore(llama):
+                del self._prefix_states[best_key]
+            else:
+                live = best
+        # at least one token is evaluated, so the logits belong to this prompt
+        return max(0, min(live, len(prompt) - 1))
+
+    def _remember_prefix(self, llama: Any, prompt: list[int], reused: int) -> None:
+        """Keep the KV state of a prompt that opens a prefix no saved state covers (LRU, a few states)."""
+        if self.prefix_cache_states == 0 or len(prompt) - reused < _MIN_STATE_GAIN:
+            return
+        covered = max((_common_prefix(k, prompt) for k in self._prefix_states), default=0)
+        if len(prompt) - covered < _MIN_STATE_GAIN:
+            return
+        while len(self._prefix_states) >= self.prefix_cache_states:
+            self._prefix_states.pop(next(iter(self._prefix_states)))
+        self._prefix_states[tuple(prompt)] = _PrefixState.save(llama, len(prompt))
+
+
+def _common_prefix(left: Any, right: list[int]) -> int:
+    n = min(len(left), len(right))
+    if n == 0:
+        return 0
+    a = np.asarray(left[:n], dtype=np.int64)
+    b = np.asarray(right[:n], dtype=np.int64)
+    diff = np.flatnonzero(a != b)
+    return int(diff[0]) if diff.size else n
+
+
+class _PrefixState:
+    """A copy of llama.cpp's state (KV cache) after a prompt, to resume another prompt sharing its prefix.
+
+    Lighter than ``Llama.save_state``: no copy of the score matrix (kag reads the
+    logits straight from the context).
+    """
+
+    def __init__(self, data: Any, size: int, input_ids: Any, n_tokens: int) -> None:
+        self.data, self.size, self.input_ids, self.n_tokens = data, size, input_ids, n_tokens
+
+    @classmethod
+    def save(cls, llama: Any, n_tokens: int) -> _PrefixState:
+        from llama_cpp import llama_cpp as C
+
+        size = int(C.llama_state_get_size(llama._ctx.ctx))
+        data = (ctypes.c_uint8 * size)()
+        written = int(C.llama_state_get_data(llama._ctx.ctx, data, size))
+        return cls(data, written, llama.input_ids[:n_tokens].copy(), n_tokens)
+
+    def restore(self, llama: Any) -> bool:
+        from llama_cpp import llama_cpp as C
+
+        if int(C.llama_state_set_data(llama._ctx.ctx, self.data, self.size)) != self.size:
+            llama.reset()
+            return False
+        llama.input_ids[: self.n_tokens] = self.input_ids
+        llama.n_tokens = self.n_tokens
+        return True
+
+
+class _GrammarSampler:
+    """llama.cpp's grammar sampler, asked about one token first (llama.cpp's own fast path).
+
+    Applying a grammar to all ~49k candidates at every step is the expensive part
+    of constrained sampling; most of the time the model's favourite token is
+    allowed, so it is checked alone and the whole vocabulary is masked only when
+    it is refused. Greedy decoding picks exactly the same tokens either way.
+    """
+
+    def __init__(self, C: Any, pristine: Any, n_vocab: int) -> None:
+        self.C = self._C = C
+        self._pristine, self.n_vocab = pristine, n_vocab
+        self._sampler = C.llama_sampler_clone(pristine)
+        self._one = (C.llama_token_data * 1)()
+        self._one_array = C.llama_token_data_array(data=self._one, size=1, selected=-1, sorted=False)
+        self._all = (C.llama_token_data * n_vocab)()
+        self._all_np = np.ctypeslib.as_array(self._all)
+        self._ids = np.arange(n_vocab, dtype=np.intc)
+
+    def allows(self, token: int) -> bool:
+        self._one[0].id, self._one[0].logit, self._one[0].p = token, 0.0, 0.0
+        self._one_array.size, self._one_array.selected, self._one_array.sorted = 1, -1, False
+        self._C.llama_sampler_apply(self._sampler, ctypes.byref(self._one_array))
+        return bool(np.isfinite(self._one[0].logit))
+
+    def pick(self, logits: Any, temperature: float, rng: Any) -> int:
+        """The greedy (or sampled, ``temperature > 0``) token among those the grammar allows."""
+        if temperature <= 0:
+            first = int(np.argmax(logits))
+        else:
+            probs = _softmax(logits / temperature)
+            first = int(rng.choice(len(probs), p=probs))
+        if self.allows(first):
+            return first
+        self._all_np["id"] = self._ids
+        self._all_np["logit"] = logits
+        self._all_np["p"] = 0.0
+        array = self._C.llama_token_data_array(data=self._all, size=self.n_vocab, selected=-1, sorted=False)
+        self._C.llama_sampler_apply(self._sampler, ctypes.byref(array))
+        masked = self._all_np["logit"]
+        if temperature <= 0:
+            return int(np.argmax(masked))
+        # sampling the masked distribution after one rejected draw is exact rejection sampling
+        probs = _softmax(masked / temperature)
+        return int(rng.choice(len(probs), p=probs))
+
+    def accept(self, token: int) -> None:
+        self._C.llama_sampler_accept(self._sampler, token)
+
+    def restart(self, tokens: list[int]) -> None:
+        """Back to the grammar state after ``tokens`` (replayed from the pristine grammar)."""
+        self._C.llama_sampler_free(self._sampler)
+        self._sampler = self._C.llama_sampler_clone(self._pristine)
+        for token in tokens:
+            self.accept(token)
+
+    def close(self) -> None:
+        if self._sampler is not None:
+            self._C.llama_sampler_free(self._sampler)
+            self._sampler = None
+
+
+def _piece(C: Any, vocab: Any, token: int) -> bytes:
+    """The bytes a token stands for (special tokens render as nothing)."""
+    buffer = ctypes.create_string_buffer(64)
+    size = int(C.llama_token_to_piece(vocab, token, buffer, 64, 0, False))
+    return buffer.raw[: max(size, 0)]
+
+
+def _softmax(values: Any) -> Any:
+    finite = np.where(np.isfinite(values), values, -np.inf)
+    shifted = np.exp(finite - np.max(finite))
+    return shifted / shifted.sum()

@@ -1,0 +1,260 @@
+"""Guards for structured answers: schema bounds, grounded name lists and a repetition detector.
+
+Pure functions and one small incremental scanner, shared by every client that
+decodes under a schema:
+
+- :func:`bound_schema` gives every array without ``maxItems`` a bound, so a
+  grammar built from the schema cannot let a list grow until the token limit;
+- :func:`grounded_schema` turns the ``list[str]`` name fields of an answer schema
+  into a dynamic enum of the names a caller allows (an empty list says "not found");
+- :class:`RepetitionGuard` reads a JSON answer as it is generated and reports the
+  first degenerate repetition (a string whose tail repeats one unit, an array that
+  repeats an item) with the place to cut it and the character that closes it.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kag.errors import InvalidInputError
+
+__all__ = ["NOT_FOUND_NOTE", "Repetition", "RepetitionGuard", "bound_schema", "grounded_schema"]
+
+NOT_FOUND_NOTE = "An empty list means the answer is not in the retrieved facts (not found in the knowledge graph)."
+"""Appended to the description of every grounded field."""
+
+_SCHEMA_CHILDREN = ("anyOf", "oneOf", "allOf", "prefixItems")
+
+
+def _walk(node: Any, visit: Any) -> None:
+    """Call ``visit`` on every sub-schema dict of ``node`` (properties, items, $defs, unions)."""
+    if not isinstance(node, dict):
+        return
+    visit(node)
+    for key in ("properties", "$defs", "definitions", "patternProperties"):
+        children = node.get(key)
+        if isinstance(children, dict):
+            for child in children.values():
+                _walk(child, visit)
+    for key in ("items", "additionalProperties", "not"):
+        _walk(node.get(key), visit)
+    for key in _SCHEMA_CHILDREN:
+        children = node.get(key)
+        if isinstance(children, list):
+            for child in children:
+                _walk(child, visit)
+
+
+def bound_schema(schema: dict[str, Any], max_items: int) -> dict[str, Any]:
+    """A copy of ``schema`` where every array without ``maxItems`` gets ``maxItems=max_items``.
+
+    An enum-valued item list is also bounded by the number of values (a list that
+    cannot repeat an item cannot be longer). Arrays that already have a bound keep it.
+
+    Raises:
+        InvalidInputError: ``max_items`` is not a positive integer.
+    """
+    if isinstance(max_items, bool) or not isinstance(max_items, int) or max_items <= 0:
+        raise InvalidInputError(f"max_items must be a positive integer, got {max_items!r}.")
+    bounded = copy.deepcopy(schema)
+
+    def visit(node: dict[str, Any]) -> None:
+        if node.get("type") != "array" or "maxItems" in node:
+            return
+        limit = max_items
+        items = node.get("items")
+        if isinstance(items, dict) and isinstance(items.get("enum"), list) and items["enum"]:
+            limit = min(limit, len(items["enum"]))
+        node["maxItems"] = max(limit, int(node.get("minItems", 0)))
+
+    _walk(bounded, visit)
+    return bounded
+
+
+def _is_string_list(node: Any) -> bool:
+    if not isinstance(node, dict) or node.get("type") != "array":
+        return False
+    items = node.get("items")
+    return isinstance(items, dict) and items.get("type") == "string" and "enum" not in items
+
+
+def grounded_schema(
+    schema: dict[str, Any], allowed_names: Iterable[str], *, fields: Iterable[str] | None = None
+) -> dict[str, Any]:
+    """A copy of an answer schema whose ``list[str]`` name fields may only hold ``allowed_names``.
+
+    Every top-level property that is a list of strings (also inside ``anyOf`` /
+    ``oneOf``, e.g. an optional list), or only the ones named in ``fields``,
+    becomes a list of unique items from the enum ``allowed_names`` with
+    ``minItems`` 0: the empty list is the explicit way to say "not found"
+    (:data:`NOT_FOUND_NOTE` is added to its description). With no allowed name the
+    field can only be the empty list. Build it per call from the names in the
+    retrieved facts; a grammar built from it cannot write any other name.
+
+    Raises:
+        InvalidInputError: the schema is not an object schema, a name is not a
+            string, or a field named in ``fields`` is not a list of strings.
+    """
+    if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
+        raise InvalidInputError("grounded_schema needs an object JSON schema with 'properties'.")
+    names: list[str] = []
+    for name in allowed_names:
+        if not isinstance(name, str):
+            raise InvalidInputError(f"allowed_names must be strings, got {type(name).__name__}: {name!r}.")
+        if name not in names:
+            names.append(name)
+    wanted = None if fields is None else set(fields)
+    grounded = copy.deepcopy(schema)
+    found: set[str] = set()
+    for key, prop in grounded["properties"].items():
+        if wanted is not None and key not in wanted:
+            continue
+        variants = [prop, *(v for k in ("anyOf", "oneOf") for v in prop.get(k, []) if isinstance(v, dict))]
+        lists = [v for v in variants if _is_string_list(v)]
+        if not lists:
+            continue
+        found.add(key)
+        for variant in lists:
+            variant["minItems"] = 0
+            variant["uniqueItems"] = True
+            if names:
+                variant["items"] = {**variant["items"], "enum": list(names)}
+                variant["maxItems"] = min(int(variant.get("maxItems", len(names))), len(names))
+            else:
+                variant["items"] = {"type": "string"}
+                variant["maxItems"] = 0
+        described = prop.get("description", "")
+        prop["description"] = f"{described} {NOT_FOUND_NOTE}".strip()
+    missing = sorted((wanted or set()) - found)
+    if missing:
+        raise InvalidInputError(f"grounded_schema: field(s) {missing} are not lists of strings in the schema.")
+    return grounded
+
+
+# -- the repetition guard -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Repetition:
+    """A degenerate repetition in a partial JSON answer: keep ``text[:cut]``, then write ``closer``."""
+
+    cut: int
+    closer: str
+    description: str
+
+
+@dataclass
+class _Frame:
+    kind: str  # "array" or "object"
+    items: list[str] = field(default_factory=list)
+    item_start: int | None = None
+    comma: int | None = None  # where the separator before the current item is
+
+
+_TRIM = " ,;:-\t\n"
+
+
+class RepetitionGuard:
+    """Incremental detector of degenerate repetition in a JSON answer being generated.
+
+    Feed it the text as it grows (:meth:`feed`); it returns the first
+    :class:`Repetition` found, or ``None``:
+
+    - inside a string: the tail repeats one unit that holds a letter back to back
+      (a unit of 1-3 characters ``short_repeats`` times, 4-15 characters 3 times,
+      16-64 characters twice; numbers and punctuation runs are left alone). The cut keeps the first
+      occurrence (trailing separators trimmed) and closes the string with ``"``;
+    - inside an array: an item equal to an earlier item of the same array. The
+      cut ends the array after the last distinct item with ``]``.
+
+    Why: a small model decoding greedily under a grammar loops ("Paris, Paris,
+    Paris, ..." or the same entity again and again) until the token limit cuts
+    the JSON off; stopping at the first repeat saves those tokens and a repair.
+    """
+
+    def __init__(self, *, short_repeats: int = 8, max_unit: int = 64) -> None:
+        self.short_repeats = short_repeats
+        self.max_unit = max_unit
+        self.text = ""
+        self._stack: list[_Frame] = []
+        self._in_string = False
+        self._escape = False
+        self._string_start = 0
+
+    def feed(self, new_text: str) -> Repetition | None:
+        """Scan ``new_text`` (appended to what was fed before); the first repetition found, if any."""
+        for char in new_text:
+            index = len(self.text)
+            self.text += char
+            found = self._step(char, index)
+            if found is not None:
+                return found
+        return None
+
+    # -- scanning ----------------------------------------------------------------------------
+    def _step(self, char: str, index: int) -> Repetition | None:
+        if self._in_string:
+            if self._escape:
+                self._escape = False
+            elif char == "\\":
+                self._escape = True
+            elif char == '"':
+                self._in_string = False
+            else:
+                return self._string_repetition()
+            return None
+        top = self._stack[-1] if self._stack else None
+        if char in " \t\r\n":
+            return None
+        if char in "]}":
+            found = self._end_item(top, index) if top is not None and top.kind == "array" and char == "]" else None
+            if self._stack:
+                self._stack.pop()
+            return found
+        if char == ",":
+            return self._end_item(top, index) if top is not None and top.kind == "array" else None
+        if top is not None and top.kind == "array" and top.item_start is None:
+            top.item_start = index
+        if char == '"':
+            self._in_string, self._string_start = True, index + 1
+        elif char == "[":
+            self._stack.append(_Frame("array"))
+        elif char == "{":
+            self._stack.append(_Frame("object"))
+        return None
+
+    def _end_item(self, frame: _Frame | None, index: int) -> Repetition | None:
+        if frame is None or frame.item_start is None:
+            return None
+        item = self.text[frame.item_start : index].strip()
+        frame.item_start = None
+        if item in frame.items and frame.comma is not None:
+            return Repetition(frame.comma, "]", f"the list repeats the item {item[:60]}")
+        frame.items.append(item)
+        frame.comma = index
+        return None
+
+    def _string_repetition(self) -> Repetition | None:
+        content = self.text[self._string_start :]
+        size = len(content)
+        for unit_len in range(1, min(self.max_unit, size // 2) + 1):
+            unit = content[size - unit_len :]
+            need = self.short_repeats if unit_len <= 3 else 3 if unit_len < 16 else 2
+            if unit_len * need > size:
+                continue
+            if not any(c.isalpha() for c in unit):
+                continue  # "1000000", "....", runs of spaces: not the loops worth cutting
+            repeats = 1
+            while repeats < need and content[size - (repeats + 1) * unit_len : size - repeats * unit_len] == unit:
+                repeats += 1
+            if repeats >= need:
+                keep = content[: size - (repeats - 1) * unit_len].rstrip(_TRIM)
+                while keep.endswith("\\"):  # never leave an escape that would swallow the closing quote
+                    keep = keep[:-1]
+                return Repetition(
+                    self._string_start + len(keep), '"', f"the text repeats {unit.strip()[:60]!r} {repeats} times"
+                )
+        return None

@@ -1,0 +1,127 @@
+"""kag.lm.guards: bounded and grounded schemas, and the repetition detector (pure, no model)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kag.datamodels.base import DataModel, Field
+from kag.errors import InvalidInputError, JSONSchemaValidationError
+from kag.lm.guards import NOT_FOUND_NOTE, RepetitionGuard, bound_schema, grounded_schema
+from kag.lm.jsonschema_check import validate_json_schema
+
+
+class Names(DataModel):
+    """An answer that names entities."""
+
+    names: list[str] = Field(description="The entities that answer the question")
+    others: list[str] | None = Field(default=None, description="Other entities mentioned")
+    explanation: str = Field(description="One short sentence")
+
+
+def cut(text: str) -> str | None:
+    """What the guard keeps of ``text`` plus its closer, or None when it sees no loop."""
+    found = RepetitionGuard().feed(text)
+    return None if found is None else text[: found.cut] + found.closer
+
+
+# -- the repetition guard ---------------------------------------------------------------------
+
+
+def test_a_looping_string_is_cut_after_its_first_occurrence() -> None:
+    assert cut('{"answer": "Paris, Paris, Paris, Paris') == '{"answer": "Paris"'
+    sentence = "The capital of France is Paris. "
+    assert cut('{"answer": "' + sentence * 2) == '{"answer": "' + sentence.strip() + '"'
+    assert cut('{"answer": "' + "na" * 12) is not None
+
+
+def test_a_repeated_list_item_ends_the_list_after_the_last_distinct_item() -> None:
+    assert cut('{"cities": ["Lyon", "Paris", "Lyon",') == '{"cities": ["Lyon", "Paris"]'
+    assert cut('{"e": [{"n": "x", "l": "City"}, {"n": "x", "l": "City"}]') == '{"e": [{"n": "x", "l": "City"}]'
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"population": "1000000000000", "code": "..........", "pad": "          "}',
+        '{"cities": ["Lyon", "Paris", "Nice"], "again": ["Lyon", "Paris"]}',  # items repeat across lists only
+        '{"answer": "Paris is the capital of France and Lyon is a city of France."}',
+        '{"answer": "a \\"quoted\\" word, then \\\\ a backslash"}',
+        '{"keys": {"a": "x", "b": "x", "c": "x"}}',  # equal values in an object are no loop
+    ],
+)
+def test_ordinary_answers_pass(text: str) -> None:
+    json.loads(text)
+    assert RepetitionGuard().feed(text) is None
+
+
+def test_the_guard_reads_text_fed_piece_by_piece() -> None:
+    guard = RepetitionGuard()
+    pieces = ['{"c', 'ities": ["', "Ly", 'on", "Par', 'is", "', 'Lyon"', "]"]
+    found = [guard.feed(piece) for piece in pieces]
+    hits = [f for f in found if f is not None]
+    assert len(hits) == 1 and guard.text[: hits[0].cut] + hits[0].closer == '{"cities": ["Lyon", "Paris"]'
+
+
+# -- bounded schemas ----------------------------------------------------------------------------
+
+
+def test_bound_schema_bounds_every_unbounded_array_and_keeps_the_original() -> None:
+    schema = Names.model_json_schema()
+    bounded = bound_schema(schema, 5)
+    assert bounded["properties"]["names"]["maxItems"] == 5
+    assert [v.get("maxItems") for v in bounded["properties"]["others"]["anyOf"]] == [5, None]
+    assert "maxItems" not in schema["properties"]["names"]  # a copy
+    enum_list = {"type": "object", "properties": {"l": {"type": "array", "items": {"enum": ["a", "b"]}}}}
+    assert bound_schema(enum_list, 9)["properties"]["l"]["maxItems"] == 2
+    with pytest.raises(InvalidInputError, match="max_items"):
+        bound_schema(schema, 0)
+
+
+# -- grounded schemas ---------------------------------------------------------------------------
+
+NAME = st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=0x24F), min_size=1, max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    allowed=st.lists(NAME, max_size=8, unique=True),
+    answer=st.lists(NAME, max_size=10),
+    others=st.none() | st.lists(NAME, max_size=4),
+)
+def test_no_answer_valid_under_the_grounded_schema_names_an_entity_outside_the_facts(
+    allowed: list[str], answer: list[str], others: list[str] | None
+) -> None:
+    grounded = grounded_schema(Names.model_json_schema(), allowed)
+    value: dict[str, Any] = {"names": answer, "others": others, "explanation": "x"}
+    try:
+        validate_json_schema(value, grounded)
+    except JSONSchemaValidationError:
+        return
+    assert set(answer) <= set(allowed) and set(others or []) <= set(allowed)
+
+
+@settings(max_examples=50, deadline=None)
+@given(allowed=st.lists(NAME, max_size=8, unique=True))
+def test_the_empty_list_always_says_not_found(allowed: list[str]) -> None:
+    grounded = grounded_schema(Names.model_json_schema(), allowed)
+    validate_json_schema({"names": [], "others": None, "explanation": "not found"}, grounded)
+    validate_json_schema({"names": allowed, "others": [], "explanation": "all"}, grounded)
+    assert NOT_FOUND_NOTE in grounded["properties"]["names"]["description"]
+
+
+def test_grounded_schema_restricts_the_fields_asked_for_and_rejects_others() -> None:
+    schema = Names.model_json_schema()
+    only = grounded_schema(schema, ["Paris"], fields=["names"])
+    assert only["properties"]["names"]["items"]["enum"] == ["Paris"]
+    assert only["properties"]["others"] == schema["properties"]["others"]
+    with pytest.raises(InvalidInputError, match="explanation"):
+        grounded_schema(schema, ["Paris"], fields=["explanation"])
+    with pytest.raises(InvalidInputError, match="strings"):
+        grounded_schema(schema, [3])  # type: ignore[list-item]
+    with pytest.raises(JSONSchemaValidationError):
+        validate_json_schema({"names": ["Lyon"], "explanation": "x"}, grounded_schema(schema, []))
