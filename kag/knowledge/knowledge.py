@@ -25,59 +25,52 @@ knowledge: search, tools and answers work, lifecycle calls (``add``, ``upsert``,
 (:mod:`kag.knowledge.vector_index`) and searches it by vector. Lifecycle steps of graph
 knowledge (what ``delete`` selects, ``refresh``'s desired set) are in :mod:`kag.knowledge.lifecycle`.
 An optional ``reranker`` reorders passages (or a retriever's hits) after retrieval.
+
+This module is the facade: it checks arguments and says which kind of knowledge may do what.
+The work is done in :mod:`kag.knowledge.backing` (what the knowledge is over, option checks),
+:mod:`kag.knowledge.managed` (parts, readiness, writes, the graph search),
+:mod:`kag.knowledge.retrieval_only` (search through a retriever) and
+:mod:`kag.knowledge.passage_search` (passage ranking).
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, overload
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, overload
 
 from kag._sync import SyncFacade, blocking
 from kag.datamodels.base import Entity, Relation
 from kag.datamodels.documents import Document
 from kag.errors import ConfigError, InvalidInputError, UnsupportedKnowledgeOperationError
-from kag.graph.factory import passage_store_for
 from kag.graph.passages import DocumentRecord, PassageStore
 from kag.knowledge.answer import AnswerMode, RAGAnswer, ask
+from kag.knowledge.backing import (
+    KnowledgeBaseFactory,
+    SearchMode,
+    check_mode,
+    check_options,
+    default_loader,
+    default_splitter,
+    resolve_backing,
+)
 from kag.knowledge.base import KnowledgeBase
 from kag.knowledge.facts import FactFinder
 from kag.knowledge.hits import SearchHit
-from kag.knowledge.indexing import (
-    IndexReport,
-    LoadedDocument,
-    PassageIndexer,
-    Progress,
-    as_sources,
-    load_sources,
-    origin_of,
-    with_metadata,
-)
-from kag.knowledge.lifecycle import (
-    documents_matching,
-    refresh_desired,
-    refresh_stored,
-    sort_refs,
-    source_keys,
-    stale_versions,
-)
-from kag.knowledge.mentions import EntityMatcher, build_matcher, names_of
-from kag.knowledge.passage_search import PassageRanking, rank_passages
-from kag.knowledge.rerank import Reranker, check_reranker, rerank_hits
-from kag.knowledge.retrievers import CallableRetriever, Retriever, call_retriever
+from kag.knowledge.indexing import IndexReport, LoadedDocument, PassageIndexer, Progress, as_sources, origin_of
+from kag.knowledge.lifecycle import sort_refs
+from kag.knowledge.managed import ManagedIndex
+from kag.knowledge.passage_search import PassageRanking
+from kag.knowledge.rerank import Reranker
+from kag.knowledge.retrieval_only import not_managed, refuse_indexing_options, retrieve, retriever_scope
+from kag.knowledge.retrievers import CallableRetriever, Retriever
 from kag.knowledge.tool import KnowledgeTool, render_context, tool_name_for
 from kag.knowledge.vector_index import VectorIndex
 from kag.query.filters import validate_filter
-from kag.rag.embedders import Embedder, HashEmbedder, as_embedder, embed_query
 from kag.rag.loaders import AutoLoader, Source
 from kag.rag.splitter import RecursiveCharacterSplitter
-from kag.rag.vectorstores import VectorStoreRetriever
-from kag.validation import check_finite, check_k, check_threshold
+from kag.validation import check_k
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -86,12 +79,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Knowledge", "KnowledgeBaseFactory", "SearchMode"]
 
-KnowledgeBaseFactory = Callable[[Embedder | None], KnowledgeBase]
-"""Builds the knowledge base of managed knowledge once its embedder's dimensions are known."""
-
-SearchMode = Literal["hybrid", "vector", "keyword"]
-MODES: tuple[str, ...] = ("hybrid", "vector", "keyword")
-_NAME = re.compile(r"^[A-Za-z0-9_-]{1,57}$")
 _HAS_WORD = re.compile(r"\w", re.UNICODE)
 
 
@@ -153,74 +140,35 @@ class Knowledge:
         knowledge_base_factory: KnowledgeBaseFactory | None = None,
         store: Any = None,
     ) -> None:
-        retriever: Any = None
-        vector: VectorIndex | None = None
-        if store is not None:
-            if knowledge_base is not None or knowledge_base_factory is not None or passage_store is not None:
-                raise ConfigError(
-                    "store= (a VectorStore) makes kag index into that store: give no knowledge base, "
-                    "retriever or passage_store with it."
-                )
-            query_embedder = as_embedder(embedder) if embedder is not None else HashEmbedder()
-            retriever = VectorStoreRetriever(store, query_embedder)
-            vector = VectorIndex(
-                store,
-                query_embedder,
-                splitter if splitter is not None else RecursiveCharacterSplitter(1000, 150),
-                loader if loader is not None else AutoLoader(),
-            )
-            embedder = None
-        elif isinstance(knowledge_base, KnowledgeBase):
-            if embedder is not None or knowledge_base_factory is not None:
-                raise ConfigError(
-                    "a KnowledgeBase brings its own embedder: give embedder= to KnowledgeBase(...), "
-                    "or use Knowledge(None, embedder=...) for a fresh memory:// one."
-                )
-        elif knowledge_base is None:
-            if knowledge_base_factory is None:
-                knowledge_base_factory = _memory_knowledge_base
-        elif callable(getattr(knowledge_base, "retrieve", None)):
-            retriever = knowledge_base
-        elif callable(knowledge_base):
-            retriever = CallableRetriever(knowledge_base)
-        else:
-            raise ConfigError(
-                f"Knowledge needs a KnowledgeBase, a retriever (an object with retrieve(query, *, k, where)), "
-                f"a search function or None; got {type(knowledge_base).__name__}."
-            )
-        if not isinstance(name, str) or not _NAME.fullmatch(name):
-            raise ConfigError(f"knowledge name {name!r} must match ^[A-Za-z0-9_-]{{1,57}}$ (it becomes a tool name).")
-        _check_mode(mode)
-        check_threshold(alpha, name="alpha", error=ConfigError)
-        if mmr_lambda is not None:
-            check_threshold(mmr_lambda, name="mmr_lambda", error=ConfigError)
-        check_k(fetch_k, name="fetch_k", error=ConfigError)
-        check_k(default_k, name="default_k", error=ConfigError)
-        check_k(context_max_chars, name="context_max_chars", minimum=800, maximum=10_000_000, error=ConfigError)
-        check_finite(score_threshold, name="score_threshold", error=ConfigError)
-        check_reranker(reranker)
-        if sources is not None and pending_sources is not None:
-            raise ConfigError("give sources= or pending_sources= (another name of it), not both.")
-        try:
-            validate_filter(where)
-        except InvalidInputError as exc:
-            raise ConfigError(f"invalid knowledge scope `where`: {exc}") from exc
-        if retriever is not None and vector is None:
-            given = {
-                "sources": sources if sources is not None else pending_sources,
-                "embedder": embedder,
-                "splitter": splitter,
-                "loader": loader,
-                "passage_store": passage_store,
-            }
-            extra = sorted(key for key, value in given.items() if value is not None)
-            if extra:
-                raise ConfigError(
-                    f"retrieval-only knowledge does not index, so {', '.join(extra)} cannot be used with a "
-                    "retriever; use create_knowledge('memory') or a KnowledgeBase for managed knowledge."
-                )
-        self.retriever: Any = retriever
-        self.vector_index: VectorIndex | None = vector
+        backing = resolve_backing(
+            knowledge_base,
+            store=store,
+            embedder=embedder,
+            splitter=splitter,
+            loader=loader,
+            passage_store=passage_store,
+            knowledge_base_factory=knowledge_base_factory,
+        )
+        check_options(
+            name=name,
+            mode=mode,
+            alpha=alpha,
+            mmr_lambda=mmr_lambda,
+            fetch_k=fetch_k,
+            default_k=default_k,
+            context_max_chars=context_max_chars,
+            score_threshold=score_threshold,
+            reranker=reranker,
+            where=where,
+            sources=sources,
+            pending_sources=pending_sources,
+        )
+        staged = sources if sources is not None else pending_sources
+        if backing.retriever is not None and backing.vector_index is None:
+            given = {"sources": staged, "embedder": embedder, "splitter": splitter, "loader": loader}
+            refuse_indexing_options({**given, "passage_store": passage_store})
+        self.retriever: Any = backing.retriever
+        self.vector_index: VectorIndex | None = backing.vector_index
         self.name = name
         self.description = description
         self.default_k = default_k
@@ -233,34 +181,16 @@ class Knowledge:
         self.fetch_k = fetch_k
         self.score_threshold = float(score_threshold)
         self.facts = facts
-        self.splitter = splitter if splitter is not None else RecursiveCharacterSplitter(1000, 150)
-        self.loader = loader if loader is not None else AutoLoader()
-        self._passage_store_override = passage_store
-        self._kb: KnowledgeBase | None = None
-        self._store: PassageStore | None = None
-        self._indexer: PassageIndexer | None = None
-        self._fact_finder: FactFinder | None = None
-        self._embedder: Any = as_embedder(embedder) if embedder is not None else None
-        self._kb_factory: KnowledgeBaseFactory | None = knowledge_base_factory
-        staged = sources if sources is not None else pending_sources
-        self._staged: list[Source] = as_sources(staged)
-        self._sources: list[Source] = list(self._staged)
-        self._lock = asyncio.Lock()
-        self._schema_ready = False
         self._sync: KnowledgeSync | None = None
-        self.last_report: IndexReport | None = None
-        if isinstance(knowledge_base, KnowledgeBase):
-            self._attach(knowledge_base)
-        elif self._kb_factory is not None and (self._embedder is None or _dimensions_known(self._embedder)):
-            self._attach(self._kb_factory(self._embedder))  # else built once the dimensions are learnt
-
-    def _attach(self, kb: KnowledgeBase) -> None:
-        self._kb = kb
-        self._store = (
-            self._passage_store_override if self._passage_store_override is not None else passage_store_for(kb.store)
+        self._index = ManagedIndex(
+            backing,
+            splitter=default_splitter(splitter),
+            loader=default_loader(loader),
+            passage_store=passage_store,
+            fetch_k=fetch_k,
+            score_threshold=self.score_threshold,
+            sources=as_sources(staged),
         )
-        self._indexer = PassageIndexer(kb, self._store, self.splitter)
-        self._fact_finder = FactFinder(kb, self._store, fetch_k=self.fetch_k, score_threshold=self.score_threshold)
 
     @classmethod
     def from_callable(
@@ -293,11 +223,7 @@ class Knowledge:
 
     def _require_managed(self, operation: str) -> None:
         if not self.managed:
-            raise UnsupportedKnowledgeOperationError(
-                f"knowledge '{self.name}' is retrieval-only (over {self.retriever!r}), so {operation}() is not "
-                "available: manage the documents in that system, or create managed knowledge with "
-                "create_knowledge('memory') or create_knowledge('neo4j')."
-            )
+            raise not_managed(self.name, self.retriever, operation)
 
     def _part(self, value: Any, what: str) -> Any:
         self._require_managed(what)
@@ -316,31 +242,31 @@ class Knowledge:
     @property
     def kb(self) -> KnowledgeBase:
         """The knowledge base (managed knowledge only)."""
-        kb: KnowledgeBase = self._part(self._kb, "kb")
+        kb: KnowledgeBase = self._part(self._index.kb, "kb")
         return kb
 
     @property
     def store(self) -> PassageStore:
         """Where passages are kept (managed knowledge only)."""
-        store: PassageStore = self._part(self._store, "store")
+        store: PassageStore = self._part(self._index.store, "store")
         return store
 
     @property
     def indexer(self) -> PassageIndexer:
         """Splits, embeds and writes documents (managed knowledge only)."""
-        indexer: PassageIndexer = self._part(self._indexer, "indexer")
+        indexer: PassageIndexer = self._part(self._index.indexer, "indexer")
         return indexer
 
     @property
     def fact_finder(self) -> FactFinder:
         """Finds facts of the typed graph for a query (managed knowledge only)."""
-        finder: FactFinder = self._part(self._fact_finder, "fact_finder")
+        finder: FactFinder = self._part(self._index.fact_finder, "fact_finder")
         return finder
 
     def __repr__(self) -> str:
         if self.retriever is not None:
             return f"Knowledge(name={self.name!r}, retriever={self.retriever!r})"
-        uri = self._kb.uri if self._kb is not None else "memory:// (pending)"
+        uri = self._index.kb.uri if self._index.kb is not None else "memory:// (pending)"
         return f"Knowledge(name={self.name!r}, uri={uri!r}, mode={self.mode!r})"
 
     # -- lifecycle ------------------------------------------------------------
@@ -354,39 +280,36 @@ class Knowledge:
     @property
     def sources(self) -> list[Source]:
         """Every source given to this object (staged or indexed)."""
-        return list(self._sources)
+        return list(self._index.sources)
+
+    @property
+    def splitter(self) -> RecursiveCharacterSplitter:
+        """How documents are chunked."""
+        return self._index.splitter
+
+    @property
+    def loader(self) -> AutoLoader:
+        """How sources are loaded (settable: used by the next load)."""
+        return self._index.loader
+
+    @loader.setter
+    def loader(self, loader: AutoLoader) -> None:
+        self._index.loader = loader
+
+    @property
+    def last_report(self) -> IndexReport | None:
+        """What the last :meth:`ready` indexed (``None`` before)."""
+        return self._index.last_report
 
     async def _ensure_schema(self) -> None:
-        if self.retriever is not None:  # retrieval-only, or a VectorStore (it needs no schema)
-            return
-        if self._kb is None:  # the embedder's dimensions were unknown: learn them, then build the base
-            ensure = getattr(self._embedder, "ensure_dimensions", None)
-            if callable(ensure):
-                await ensure()
-            assert self._kb_factory is not None
-            self._attach(self._kb_factory(self._embedder))
-        if not self._schema_ready:
-            await self.kb.ensure_ready()
-            await self.store.ensure_schema(self.kb.embedder.dimensions)
-            self._schema_ready = True
+        await self._index.ensure_schema()
 
     async def ready(self) -> IndexReport:
         """Create indexes and index the staged sources (idempotent; every operation calls it).
 
         Returns what this call indexed (an empty report once nothing is staged).
         """
-        async with self._lock:
-            await self._ensure_schema()
-            if not self._staged or not self.managed:
-                return IndexReport()
-            staged, self._staged = self._staged, []
-            try:
-                report = await self._index_sources(staged)
-            except BaseException:
-                self._staged = staged + self._staged
-                raise
-            self.last_report = report
-            return report
+        return await self._index.ready(self.managed)
 
     async def aclose(self) -> None:
         """Close the knowledge base's connections (or the retriever's ``aclose``, when it has one)."""
@@ -395,8 +318,8 @@ class Knowledge:
             if callable(aclose):
                 await aclose()
             return
-        if self._kb is not None:
-            await self._kb.aclose()
+        if self._index.kb is not None:
+            await self._index.kb.aclose()
 
     async def __aenter__(self) -> Knowledge:
         await self.ready()
@@ -407,39 +330,11 @@ class Knowledge:
 
     def save(self, path: str | None = None) -> str:
         """Persist a ``memory://`` knowledge base and its passages (``<path>.passages.json``)."""
-        target = Path(self._save_kb(path))
-        save = getattr(self.store, "save", None)
-        if save is not None:
-            save(target.with_name(target.name + ".passages.json"))
-        return str(target)
-
-    def _save_kb(self, path: str | None) -> str:
         self._require_managed("save")
-        save = getattr(self.kb.store, "save", None)
-        if save is None:
-            raise ConfigError(f"{self.kb.uri} persists on its own; save() is for memory:// stores.")
-        return str(save(path))
+        self._part(self._index.kb, "kb")  # a VectorStore, or parts not built yet: say what to do
+        return self._index.save(path)
 
     # -- writes ---------------------------------------------------------------
-    async def _index_sources(
-        self,
-        sources: Sequence[Source],
-        progress: Progress | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> IndexReport:
-        if self.vector_index is not None:
-            items, report = await self.vector_index.load(sources, metadata)
-            report += await self.vector_index.index(items)
-            return report
-        docs, errors = await load_sources(self.loader, sources)
-        docs = with_metadata(docs, metadata)  # added to each document's own metadata (ids hash source and text)
-        matcher = await build_matcher(self.store, self.kb.schema)
-        report = await self.indexer.index(docs, matcher, progress)
-        if report.deleted:
-            self.invalidate_entities()
-        report.errors[:0] = errors
-        return report
-
     async def add(
         self,
         sources: Source | Iterable[Source],
@@ -461,9 +356,7 @@ class Knowledge:
         for item in items:
             origin_of(item)  # type check before anything is written
         await self.ready()
-        async with self._lock:
-            self._sources.extend(items)
-            return await self._index_sources(items, progress, metadata)
+        return await self._index.add(items, metadata, progress)
 
     async def add_text(
         self, text: str, *, source: str | None = None, metadata: Mapping[str, Any] | None = None
@@ -475,12 +368,7 @@ class Knowledge:
         label = "text" if source is None else source
         doc = Document.from_text(text, source=label, metadata=dict(metadata or {}))
         await self.ready()
-        async with self._lock:
-            item = LoadedDocument(doc, label, "text" if source is None else "document")
-            if self.vector_index is not None:
-                return await self.vector_index.index([item])
-            matcher = await build_matcher(self.store, self.kb.schema)
-            return await self.indexer.index([item], matcher)
+        return await self._index.add_text(LoadedDocument(doc, label, "text" if source is None else "document"))
 
     @overload
     async def upsert(  # type: ignore[overload-overlap]  # documents only: a report
@@ -514,37 +402,7 @@ class Knowledge:
                 "graph backend (create_knowledge('memory'), 'sqlite' or 'neo4j')."
             )
         await self.ready()
-        async with self._lock:
-            result: dict[str, int] = {}
-            if models:
-                result.update(await self.kb.upsert(models))
-                self.fact_finder.invalidate()
-                if link:
-                    entities, _ = self.kb.records(models)
-                    matcher = EntityMatcher((e.id, e.label, names_of(e)) for e in entities)
-                    result["mentions"] = await self.indexer.relink(matcher)
-            if not documents:
-                return result
-            report = await self._upsert_documents(documents)
-            if not models:
-                return report
-            result.update(
-                documents=report.documents, chunks=report.chunks, skipped=report.skipped, replaced=report.deleted
-            )
-            return result
-
-    async def _upsert_documents(self, documents: Sequence[Document]) -> IndexReport:
-        items = [LoadedDocument(d, d.source, "document") for d in documents]
-        if self.vector_index is not None:
-            return await self.vector_index.index(items)
-        matcher = await build_matcher(self.store, self.kb.schema)
-        report = await self.indexer.index(items, matcher)
-        stale = await stale_versions(self.store, items)
-        if stale:
-            report.deleted += await self.store.delete_documents([d.id for d in stale])
-        if report.deleted:
-            self._retracted()
-        return report
+        return await self._index.upsert(documents, models, link)
 
     async def delete(
         self,
@@ -579,26 +437,7 @@ class Knowledge:
         named_sources = [sources] if isinstance(sources, str) else [str(s) for s in sources or ()]
         graph_ids, chunk_ids = sort_refs(items, doc_ids, named_sources, chunks_only=self.vector_index is not None)
         await self.ready()
-        async with self._lock:
-            if self.vector_index is not None:
-                if graph_ids:
-                    raise InvalidInputError("knowledge over a VectorStore holds no entities or relations to delete.")
-                return await self.vector_index.delete(
-                    ids=chunk_ids, document_ids=doc_ids, where=where, sources=named_sources
-                )
-            if named_sources:
-                keys = source_keys(named_sources)
-                self._sources = [s for s in self._sources if not (isinstance(s, str | Path) and str(s) in keys)]
-            doc_ids.extend(
-                await documents_matching(self.store, chunk_ids=chunk_ids, sources=named_sources, where=where)
-            )
-            deleted = await self.store.delete_documents(list(dict.fromkeys(doc_ids))) if doc_ids else 0
-            if deleted:
-                self._retracted()
-            if graph_ids:
-                deleted += await self.kb.delete(graph_ids)
-                self.fact_finder.invalidate()
-            return deleted
+        return await self._index.delete(graph_ids, chunk_ids, doc_ids, named_sources, where)
 
     async def refresh(
         self,
@@ -624,32 +463,7 @@ class Knowledge:
         for item in wanted or ():
             origin_of(item)
         await self.ready()
-        async with self._lock:
-            if wanted is None:
-                wanted = [s for s in self._sources if isinstance(s, str | Path)]
-                if self.vector_index is None:
-                    matcher = await build_matcher(self.store, self.kb.schema)
-                    report = await refresh_stored(self.store, self.indexer, self.loader, matcher, delete_missing)
-                    if report.deleted:
-                        self._retracted()
-                    return report
-            if self.vector_index is not None:
-                report = await self.vector_index.refresh(wanted, metadata, delete_missing)
-            else:
-                loaded, errors = await load_sources(self.loader, wanted)
-                matcher = await build_matcher(self.store, self.kb.schema)
-                report = await refresh_desired(
-                    self.store,
-                    self.indexer,
-                    matcher,
-                    with_metadata(loaded, metadata),
-                    IndexReport(errors=list(errors)),
-                    delete_missing,
-                )
-                if report.deleted:
-                    self._retracted()
-            self._sources = list(wanted) if delete_missing else [*self._sources, *wanted]
-            return report
+        return await self._index.refresh(wanted, metadata, delete_missing)
 
     async def sync_sources(
         self,
@@ -661,15 +475,9 @@ class Knowledge:
         """Another name of :meth:`refresh`."""
         return await self.refresh(sources, metadata=metadata, delete_missing=delete_missing)
 
-    def _retracted(self) -> None:
-        # deleted documents retract provenance: extracted entities and relations may be gone
-        self.kb.revision += 1
-        self.invalidate_entities()
-
     def invalidate_entities(self) -> None:
         """Forget the cached entity names (call after changing entities through the KnowledgeBase directly)."""
-        if self._fact_finder is not None:
-            self._fact_finder.invalidate()
+        self._index.invalidate_entities()
 
     # -- reads ----------------------------------------------------------------
     async def documents(self) -> list[DocumentRecord]:
@@ -682,7 +490,7 @@ class Knowledge:
         """Entity/relation counts of the knowledge base plus ``documents``, ``chunks``, ``mentions``."""
         self._require_managed("counts")
         await self.ready()
-        if self.vector_index is not None:
+        if self.vector_index is not None:  # a VectorStore counts its sources
             return {"sources": len(await self.vector_index.store.list_sources())}
         return {**await self.kb.counts(), **await self.store.counts()}
 
@@ -694,12 +502,6 @@ class Knowledge:
         if self.where:
             return dict(self.where)
         return dict(where) if where else None
-
-    def _retriever_scope(self, where: Mapping[str, Any] | None) -> dict[str, Any] | None:
-        # an external retriever gets one flat filter: the configured keys win over the per-search ones
-        validate_filter(where)
-        merged = {**dict(where or {}), **(self.where or {})}
-        return merged or None
 
     async def search(
         self,
@@ -728,52 +530,15 @@ class Knowledge:
         check_k(k, minimum=0)
         if self.vector_index is not None:  # kag's filters reach the store: the scope is ANDed, as on a graph
             await self.ready()
-            return _ranked(await self._retrieve_external(query, k, self.scope(where)))
+            return _ranked(await self._retrieve(query, k, self.scope(where)))
         if self.retriever is not None:
-            hits = await self._retrieve_external(query, k, self._retriever_scope(where))
-            return _ranked(hits)
+            return _ranked(await self._retrieve(query, k, retriever_scope(self.where, where)))
         mode = self.mode if mode is None else mode
-        _check_mode(mode)
+        check_mode(mode)
         scope = self.scope(where)
         await self.ready()
         if k == 0 or not _HAS_WORD.search(query):
             return []  # a query without any word matches nothing
-        need_vector = mode != "keyword" or self.mmr_lambda is not None or self.facts
-        qvec = await embed_query(self.kb.embedder, query) if need_vector else None
-        if self.reranker is not None:
-            pool = await self._passages(query, qvec, max(self.fetch_k, k), scope, mode, candidates)
-            passages = await rerank_hits(self.reranker, query, pool, k)
-        else:
-            passages = await self._passages(query, qvec, k, scope, mode, candidates)
-        facts = await self.fact_finder.find(query, qvec, k, scope) if self.facts else []
-        return _ranked(facts + passages)
-
-    async def retrieve(
-        self, query: str, *, k: int | None = None, where: Mapping[str, Any] | None = None
-    ) -> list[SearchHit]:
-        """Another name of :meth:`search`, so a ``Knowledge`` is itself a retriever."""
-        return await self.search(query, k=k, where=where)
-
-    async def _retrieve_external(self, query: str, k: int, where: dict[str, Any] | None) -> list[SearchHit]:
-        if k == 0:
-            return []
-        want = max(self.fetch_k, k) if self.reranker is not None else k
-        hits = await call_retriever(self.retriever.retrieve, query, want, where)
-        if self.score_threshold > 0:
-            hits = [h for h in hits if h.score >= self.score_threshold]
-        if self.reranker is not None:
-            hits = await rerank_hits(self.reranker, query, hits, k)
-        return hits[:k]
-
-    async def _passages(
-        self,
-        query: str,
-        qvec: np.ndarray | None,
-        k: int,
-        scope: dict[str, Any] | None,
-        mode: str,
-        candidates: int | None = None,
-    ) -> list[SearchHit]:
         ranking = PassageRanking(
             mode=mode,
             alpha=self.alpha,
@@ -781,7 +546,27 @@ class Knowledge:
             mmr_lambda=self.mmr_lambda,
             score_threshold=self.score_threshold,
         )
-        return await rank_passages(self.store, ranking, query, qvec, k, scope, candidates)
+        hits = await self._index.search(
+            query, k, scope, ranking, reranker=self.reranker, facts=self.facts, candidates=candidates
+        )
+        return _ranked(hits)
+
+    async def retrieve(
+        self, query: str, *, k: int | None = None, where: Mapping[str, Any] | None = None
+    ) -> list[SearchHit]:
+        """Another name of :meth:`search`, so a ``Knowledge`` is itself a retriever."""
+        return await self.search(query, k=k, where=where)
+
+    async def _retrieve(self, query: str, k: int, where: dict[str, Any] | None) -> list[SearchHit]:
+        return await retrieve(
+            self.retriever,
+            query,
+            k,
+            where,
+            fetch_k=self.fetch_k,
+            score_threshold=self.score_threshold,
+            reranker=self.reranker,
+        )
 
     # -- tools and answers ----------------------------------------------------
     async def context(self, query: str, k: int | None = None, where: Mapping[str, Any] | None = None) -> str:
@@ -823,23 +608,6 @@ class Knowledge:
             where=where,
             instructions=instructions,
         )
-
-
-def _check_mode(mode: Any) -> None:
-    if mode not in MODES:
-        raise InvalidInputError(f"mode must be one of {', '.join(MODES)}; got {mode!r}.")
-
-
-def _memory_knowledge_base(embedder: Embedder | None) -> KnowledgeBase:
-    return KnowledgeBase("memory://", embedder=embedder)
-
-
-def _dimensions_known(embedder: Any) -> bool:
-    try:
-        embedder.dimensions  # noqa: B018  (a property that raises while unknown)
-    except AttributeError:
-        return False
-    return True
 
 
 def _ranked(hits: Sequence[SearchHit]) -> list[SearchHit]:
