@@ -229,6 +229,22 @@ def _hop(s: tuple[str, str], rel: str, o: tuple[str, str], **flags: bool) -> dic
 
 
 ANY_PKG = ("Package", "*")
+# two phrasings per family, used in turn
+PHRASINGS = {
+    "depends_out": ["Which packages does {x} depend on?", "What does {x} depend on?"],
+    "depends_in": ["Which packages depend on {x}?", "Which installed packages depend on {x}?"],
+    "either_way": [
+        "Which packages are linked to {x} by a dependency in either direction?",
+        "Which packages share a dependency with {x}, whichever way it points?",
+    ],
+    "negation": ["Which packages do not depend on {x}?", "Which packages don't depend on {x} at all?"],
+    "chain": [
+        "What licenses do the dependencies of {x} have?",
+        "Under which licenses are the dependencies of {x} distributed?",
+    ],
+    "count": ["How many packages depend on {x}?", "How many installed packages depend on {x}?"],
+    "written_by": ["Which packages were written by {x}?", "Which packages did {x} write?"],
+}
 _OUT_OF_SCHEMA = [
     ("Who maintains {x}?", "maintains"),
     ("What is the homepage of {x}?", "homepage"),
@@ -262,6 +278,14 @@ def package_questions(pk: Packages, per_family: int = 8, seed: int = SEED) -> li
         gold = {"hops": search} if isinstance(search, list) else search
         out.append({"family": family, "question": question, "search": gold, "answer": answer})
 
+    seen: dict[str, int] = defaultdict(int)
+
+    def phrase(family: str, name: str) -> str:
+        """The family's phrasings in turn: a demo of one does not always match the other word for word."""
+        template = PHRASINGS[family][seen[family] % len(PHRASINGS[family])]
+        seen[family] += 1
+        return template.format(x=name)
+
     def pick(pool: Sequence[str], n: int = per_family) -> list[str]:
         pool = list(pool)
         rng.shuffle(pool)
@@ -271,7 +295,7 @@ def package_questions(pk: Packages, per_family: int = 8, seed: int = SEED) -> li
     for x in pick([p for p in pkgs if len(pk.deps[p]) >= 2]):
         add(
             "depends_out",
-            f"Which packages does {x} depend on?",
+            phrase("depends_out", x),
             _hop(("Package", x), "DependsOn", ANY_PKG),
             sorted(pk.deps[x]),
         )
@@ -279,21 +303,21 @@ def package_questions(pk: Packages, per_family: int = 8, seed: int = SEED) -> li
     for x in pick(with_rdeps):
         add(
             "depends_in",
-            f"Which packages depend on {x}?",
+            phrase("depends_in", x),
             _hop(ANY_PKG, "DependsOn", ("Package", x)),
             sorted(pk.rdeps(x)),
         )
     for x in pick([p for p in with_rdeps if pk.deps[p]]):
         add(
             "either_way",
-            f"Which packages are linked to {x} by a dependency in either direction?",
+            phrase("either_way", x),
             _hop(ANY_PKG, "DependsOn", ("Package", x), bidirectional=True),
             sorted(pk.deps[x] | pk.rdeps(x)),
         )
     for x in pick(with_rdeps):
         add(
             "negation",
-            f"Which packages do not depend on {x}?",
+            phrase("negation", x),
             _hop(ANY_PKG, "DependsOn", ("Package", x), negated=True),
             sorted(p for p in all_pkgs if x not in pk.deps[p] and p != x),
         )  # X itself is not an answer
@@ -301,14 +325,14 @@ def package_questions(pk: Packages, per_family: int = 8, seed: int = SEED) -> li
     for x in pick(chained):
         add(
             "chain",
-            f"What licenses do the dependencies of {x} have?",
+            phrase("chain", x),
             [_hop(("Package", x), "DependsOn", ANY_PKG), _hop(ANY_PKG, "HasLicense", ("License", "*"))],
             sorted({lic for d in pk.deps[x] for lic in pk.licenses[d]}),
         )
     for x in pick(with_rdeps):
         add(
             "count",
-            f"How many packages depend on {x}?",
+            phrase("count", x),
             _hop(ANY_PKG, "DependsOn", ("Package", x), count=True),
             len(pk.rdeps(x)),
         )
@@ -320,7 +344,7 @@ def package_questions(pk: Packages, per_family: int = 8, seed: int = SEED) -> li
     for a in pick(prolific):
         add(
             "written_by",
-            f"Which packages were written by {a}?",
+            phrase("written_by", a),
             _hop(ANY_PKG, "WrittenBy", ("Author", a)),
             sorted(by_author[a]),
         )

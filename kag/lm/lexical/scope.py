@@ -2,8 +2,9 @@
 
 "Who is the president of France?" on a graph of countries and cities names no relation the schema
 declares: picking the only relation whose endpoint types fit would answer with a confident wrong
-list. When no word of the question is evidence for any relation, the question asks for no label the
-schema declares, and a content word of the question is explained by nothing the schema holds
+list. When no word of the question names a relation (a word of a relation's docstring alone is too
+weak: "official religion"), the question asks for no label the schema declares, and a content word of the
+question is explained by nothing the schema holds
 (labels, relation words, field names, names), ``LexicalLM`` abstains: it writes the *abstention
 search* — a single pattern whose one side is the unexplained words themselves ("president"), any
 relation, and the named entity on the other side. Such a text matches no entity the graph holds
@@ -64,8 +65,8 @@ def out_of_schema(a: _Analysis, schema: _Schema) -> bool:
     """True when the question asks for something no relation of the schema can give (see the module doc)."""
     if a.target is not None or a.compare is not None or a.superlative is not None:
         return False
-    if any(score > 0.0 for score in a.rel_scores.values()):
-        return False
+    if any(a.rel_positions.values()) if a.rel_positions is not None else any(a.rel_scores.values()):
+        return False  # a word of a relation's name; a docstring word alone ("official") is too weak
     return bool(unexplained(a, schema))
 
 
