@@ -108,13 +108,13 @@ NOT_FOUND = (
 )
 
 
-def _compose(prompt: str) -> _Answer:
+def _compose(prompt: str, question: str | None = None) -> _Answer:
     """The extractive answer to the question in ``prompt``, from the facts (or else the passages) it shows."""
     results, rest = read_results(prompt)
-    answer = _compose_facts(rest, results)
+    answer = _compose_facts(rest, results, question)
     if answer.found or answer.count is not None:
         return answer
-    passage = answer_from_passages(_question(rest), results)
+    passage = answer_from_passages(question if question is not None else _question(rest), results)
     if passage is None:
         return answer
     label = passage.result.label
@@ -129,10 +129,11 @@ def _compose(prompt: str) -> _Answer:
     )
 
 
-def _compose_facts(prompt: str, results: list[Result]) -> _Answer:
+def _compose_facts(prompt: str, results: list[Result], question: str | None = None) -> _Answer:
     """The extractive answer from the facts: ``name: value`` sections, plain fact lines and labelled facts."""
     sections = _sections(prompt)
-    question = _question(prompt, sections)
+    if question is None:
+        question = _question(prompt, sections)
     facts = [f for lines in sections.values() for ln in lines if (f := _parse_fact(ln)) is not None]
     if not sections:
         facts = [f for ln in prompt.splitlines() if "-[" in ln and (f := _parse_fact(ln.strip()))]

@@ -233,7 +233,7 @@ def _act(messages: Sequence[Message], actions: list[str]) -> dict[str, Any]:
     empty: dict[str, Any] = {"tool": None, "query": None, "k": None, "where": None, "answer": None, "citations": []}
     if not results and not searched and "search" in actions:
         return {**empty, "action": "search", "query": question, "tool": _first_tool(messages)}
-    answer = _compose("\n\n".join(turns))
+    answer = _compose("\n\n".join(turns), question)  # later turns are tool results, not the question
     return {**empty, "action": "answer", "answer": answer.text, "citations": list(answer.labels)}
 
 
