@@ -22,10 +22,21 @@ anywhere. It answers two kinds of requests:
   negation governs it. "more than 5 million people" becomes a
   ``subject_where``/``object_where`` condition and "the most populous" an
   ``order_by`` + ``limit`` 1, on a declared numeric field of the asked-for side.
+* **Demos** (few-shot (user, assistant) pairs before the request, as programs
+  send their ``examples``): when the question is close to a demo question once
+  names are set aside, the demo's search is reused with this question's names
+  (:mod:`kag.lm.lexical.demos`); otherwise the rules above decide.
+* **Questions outside the schema** ("Who is the president of France?" on a
+  graph without presidents): no relation is guessed; the abstention search finds
+  nothing and the answer says "Not found in the knowledge graph"
+  (:mod:`kag.lm.lexical.scope`).
 * **Anything else** (e.g. a Generator's answer model): it fills the schema
   *extractively* from the facts rendered in the prompt — the entities of the
   retrieved facts that the search did not name, a count, or a property
-  value — and says so in the answer. It never invents facts.
+  value — and says so in the answer; without facts, it quotes the best
+  supporting sentence of the labelled passages shown and cites its label
+  (:mod:`kag.lm.lexical.passages`; also an agent's JSON turns). It never
+  invents facts.
 
 Limits (by design): no paraphrase or synonym understanding beyond the words of
 labels, relation names, docstrings, field descriptions and a short list of
