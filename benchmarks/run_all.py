@@ -19,6 +19,7 @@ from benchmarks import (
     bench_embedders,
     bench_first_load,
     bench_ingest,
+    bench_integrations,
     bench_local_lm,
     bench_memory,
     bench_memory_scale,
@@ -55,6 +56,7 @@ NAMES = (
     "embedders",
     "local_lm",
     "training",
+    "integrations",
 )
 
 
@@ -151,6 +153,8 @@ def run_one(name: str, args: argparse.Namespace, settings: Any) -> Report:
         return asyncio.run(bench_embedders.run())
     elif name == "local_lm":
         return asyncio.run(bench_local_lm.run())
+    elif name == "integrations":
+        return bench_integrations.run()
     elif name == "training":
         return asyncio.run(bench_training.run(local_questions=args.training_local))
     elif name == "triplet":
