@@ -67,7 +67,7 @@ def scan_bandwidth(
     store: MemoryGraphStore, plans: list[tuple[str, QueryPlan]], city_rows: np.ndarray
 ) -> dict[str, Any]:
     """Plan evaluation vs a numpy read of the City rows, alternating; medians and GB/s."""
-    matrix = np.ascontiguousarray(store._emb[city_rows])
+    matrix = np.ascontiguousarray(store.columns.emb[city_rows])
     nbytes = matrix.nbytes
     kag_s, base_s = [], []
     for _, plan in plans:
@@ -144,7 +144,7 @@ async def run(sizes: tuple[int, ...] = SIZES, per_template: int = 25) -> Report:
         if edges == max(sizes):
             store = kb.store
             assert isinstance(store, MemoryGraphStore)
-            city_rows = np.asarray([store._node_pos[c.id] for c in data.cities])
+            city_rows = np.asarray([store.columns.node_pos[c.id] for c in data.cities])
             scan = scan_bandwidth(store, await unlinked_plans(kb, data, max(4, per_template // 5)), city_rows)
             gbs, numpy_gbs = scan["bytes"] / scan["kag_s"] / 1e9, scan["bytes"] / scan["numpy_s"] / 1e9
             report.add(

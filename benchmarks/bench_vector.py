@@ -74,11 +74,11 @@ async def run(queries: int = 40) -> Report:
     await kb.upsert(data.cities)
     store = kb.store
     assert isinstance(store, MemoryGraphStore)
-    city_pos = np.asarray([store._node_pos[c.id] for c in data.cities])
+    city_pos = np.asarray([store.columns.node_pos[c.id] for c in data.cities])
     city_ids = [c.id for c in data.cities]
-    n_nodes = len(store._node_ids)
-    city_matrix = np.ascontiguousarray(store._emb[city_pos])
-    all_matrix = np.ascontiguousarray(store._emb[:n_nodes])
+    n_nodes = len(store.columns.node_ids)
+    city_matrix = np.ascontiguousarray(store.columns.emb[city_pos])
+    all_matrix = np.ascontiguousarray(store.columns.emb[:n_nodes])
     names = world.query_names(data, queries, seed=3)
     embedder = kb.embedder
 

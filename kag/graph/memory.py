@@ -19,8 +19,6 @@ never changes the arrays a search reads.
 from __future__ import annotations
 
 import asyncio
-import base64
-import json
 import operator
 import os
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -34,28 +32,20 @@ import numpy as np
 from kag.errors import ConfigError, EmbeddingError, StoreFormatError
 from kag.files import atomic_write_bytes, atomic_write_json
 from kag.graph.ann import IVFIndex
-from kag.graph.base import DIRECT, SOURCES, NodeRecord, PlanResult, PlanRow, RelationRecord
+from kag.graph.base import NodeRecord, PlanResult, PlanRow, RelationRecord
 from kag.graph.compact import (
-    MAGIC,
-    MISSING,
-    GrowArray,
-    IdColumn,
-    PropTable,
-    check_id,
-    checked_array,
     pack_document,
-    unpack_document,
 )
+from kag.graph.memory_columns import GraphColumns
+from kag.graph.memory_file import compact_document, json_document, load_file
 from kag.query.plan import HopSpec, NodeSpec, QueryPlan
 from kag.ranking.select import kth_largest
 from kag.runtime import paused_gc
 
-FORMAT = "kag-memory-store"
 # float32 screening margin on the [0, 1] score scale (float32 dot error for unit vectors is ~1e-6)
 _SCREEN = 1e-4
 # a similarity search reading at most this many floats (64 MB, a few ms) runs on the event loop
 _INLINE_FLOATS = 16_000_000
-VERSION = 2  # 1: one JSON object per item (still read); 2: columnar
 # the plan's comparison operators, applied to object arrays (Python comparisons, element by element)
 _COMPARE = {
     "=": operator.eq,
@@ -168,28 +158,13 @@ class MemoryGraphStore:
             self._load(self.path)
 
     def _clear_state(self) -> None:
-        """Every in-memory column, empty (what :meth:`reset` and ``__init__`` start from)."""
-        self._node_pos: dict[str, int] = {}
-        self._node_ids: list[str | None] = []
-        self._node_label: list[int] = []
-        self._node_props: list[dict[str, Any] | None] = []
-        self._labels: dict[str, int] = {}
-        self._label_names: list[str] = []
-        # float32 rows (embedders give float32); scores are screened in float32 and then
-        # recomputed exactly in float64, as Neo4j computes them, for the rows that can matter
-        self._emb = np.zeros((0, 0), dtype=np.float32)
-        self._norm = np.zeros(0, dtype=np.float64)
-        self._dims: int | None = None
-        self._rels = IdColumn()
-        self._rel_src = GrowArray()
-        self._rel_dst = GrowArray()
-        self._rel_label = GrowArray()  # type code, -1 once deleted
-        self._rel_slot = GrowArray()  # row in the type's PropTable
-        self._rel_props: dict[int, PropTable] = {}
+        """Empty columns and no derived index (what :meth:`reset` and ``__init__`` start from)."""
+        self.columns = GraphColumns()
         self._index: _Index | None = None
+        self._index_at = -1  # the columns' write count the index was built at
         self._nx: nx.MultiDiGraph | None = None
+        self._nx_at = -1
         self._ann: dict[tuple[str, ...], IVFIndex] = {}
-        self._writes = 0  # bumped by every write (approximate indexes catch up with it)
 
     # -- views ------------------------------------------------------------------
     @property
@@ -198,77 +173,49 @@ class MemoryGraphStore:
 
         Built on first access after a write; changing it does not change the store.
         """
-        if self._nx is None:
+        if self._nx is None or self._nx_at != self.columns.writes:
             g = nx.MultiDiGraph()
-            for pos, node_id in enumerate(self._node_ids):
+            for pos, node_id in enumerate(self.columns.node_ids):
                 if node_id is not None:
-                    g.add_node(node_id, label=self._label_names[self._node_label[pos]], props=self._node_props[pos])
-            for pos in np.flatnonzero(self._rels.alive).tolist():
-                rel_id, label, start, end, props = self.relation_at(pos)
+                    g.add_node(
+                        node_id,
+                        label=self.columns.label_names[self.columns.node_label[pos]],
+                        props=self.columns.node_props[pos],
+                    )
+            for pos in np.flatnonzero(self.columns.rels.alive).tolist():
+                rel_id, label, start, end, props = self.columns.relation_at(pos)
                 g.add_edge(start, end, key=rel_id, label=label, props=props)
-            self._nx = g
+            self._nx, self._nx_at = g, self.columns.writes
         return self._nx
 
     def has_node(self, node_id: str) -> bool:
         """Whether a node with this id is stored."""
-        return node_id in self._node_pos
+        return self.columns.has_node(node_id)
 
     def node_token(self, node_id: str) -> int | None:
         """A value that stays the same while this very node exists (a re-created node gets another)."""
-        return self._node_pos.get(node_id)
+        return self.columns.node_token(node_id)
 
     def node_at(self, node_id: str) -> tuple[str, dict[str, Any], np.ndarray] | None:
         """``(label, properties, embedding)`` of a stored node (the live properties dict), or ``None``."""
-        pos = self._node_pos.get(node_id)
-        if pos is None:
-            return None
-        props = self._node_props[pos]
-        assert props is not None
-        return self._label_names[self._node_label[pos]], props, self._emb[pos]
+        return self.columns.node_at(node_id)
 
     def node_rows(self, ids: Sequence[str] | None = None) -> list[tuple[str, str, dict[str, Any]]]:
         """``(id, label, properties copy)`` of every node in insertion order, or of the stored ones of
         ``ids`` in the order given."""
-        if ids is not None:
-            found = ((node_id, self._node_pos.get(node_id)) for node_id in dict.fromkeys(ids))
-            return [
-                (node_id, self._label_names[self._node_label[pos]], dict(self._node_props[pos] or {}))
-                for node_id, pos in found
-                if pos is not None
-            ]
-        return [
-            (node_id, self._label_names[self._node_label[pos]], dict(self._node_props[pos] or {}))
-            for pos, node_id in enumerate(self._node_ids)
-            if node_id is not None
-        ]
+        return self.columns.node_rows(ids)
 
     def records(self) -> tuple[list[NodeRecord], list[RelationRecord]]:
         """Every node (with its embedding) and relation as the records an ``upsert`` takes, in insertion order."""
-        nodes = [
-            NodeRecord(
-                node_id, self._label_names[self._node_label[pos]], dict(self._node_props[pos] or {}), self._emb[pos]
-            )
-            for pos, node_id in enumerate(self._node_ids)
-            if node_id is not None
-        ]
-        relations = []
-        for pos in np.flatnonzero(self._rels.alive).tolist():
-            rel_id, label, start, end, props = self.relation_at(pos)
-            relations.append(RelationRecord(rel_id, label, start, end, dict(props)))
-        return nodes, relations
+        return self.columns.records()
 
     def relation_pos(self, rel_id: str) -> int | None:
         """The position of a stored relation, or ``None``."""
-        return self._rels.find(rel_id)
+        return self.columns.relation_pos(rel_id)
 
     def relation_at(self, pos: int) -> tuple[str, str, str, str, dict[str, Any]]:
         """``(id, type, start id, end id, properties copy)`` of the live relation at ``pos``."""
-        rel_id = self._rels.id_of(pos)
-        code = int(self._rel_label.view[pos])
-        start, end = self._node_ids[int(self._rel_src.view[pos])], self._node_ids[int(self._rel_dst.view[pos])]
-        assert rel_id is not None and start is not None and end is not None and code >= 0
-        props = self._rel_props[code].get(int(self._rel_slot.view[pos]))
-        return rel_id, self._label_names[code], start, end, props
+        return self.columns.relation_at(pos)
 
     # -- schema ---------------------------------------------------------------
     async def ensure_schema(
@@ -277,29 +224,6 @@ class MemoryGraphStore:
         async with self.lock:
             self.apply_schema((*entity_labels, *relation_labels), dimensions)
 
-    def _set_dims(self, dimensions: int) -> None:
-        if self._dims is None:
-            self._dims = dimensions
-            self._emb = np.zeros((max(16, len(self._node_ids)), dimensions), dtype=np.float32)
-            self._norm = np.ones(self._emb.shape[0], dtype=np.float64)
-        elif self._dims != dimensions:
-            raise EmbeddingError(
-                f"this store holds {self._dims}-dimensional embeddings but the embedder gives "
-                f"{dimensions}; use the embedder the store was built with, or rebuild it."
-            )
-
-    def _code(self, label: str) -> int:
-        code = self._labels.get(label)
-        if code is None:
-            code = self._labels[label] = len(self._label_names)
-            self._label_names.append(label)
-        return code
-
-    def _changed(self) -> None:
-        self._index = None
-        self._nx = None
-        self._writes += 1
-
     # -- write-through hooks ------------------------------------------------------
     # What a store that also persists each write elsewhere builds on (kag.graph.sqlite): each
     # hook applies one change to the in-memory copy, synchronously, and the caller holds `lock`.
@@ -307,21 +231,21 @@ class MemoryGraphStore:
     @property
     def dimensions(self) -> int | None:
         """The embedding dimensions of the stored nodes (``None`` until the first schema or node)."""
-        return self._dims
+        return self.columns.dims
 
     def apply_schema(self, labels: Sequence[str], dimensions: int) -> None:
         """Fix the dimensions (``EmbeddingError`` when they differ) and declare ``labels``."""
-        self._set_dims(dimensions)
+        self.columns.set_dims(dimensions)
         for label in labels:
-            self._code(label)
+            self.columns.code(label)
 
     def apply_upsert(self, nodes: Sequence[NodeRecord], relations: Sequence[RelationRecord]) -> None:
         """:meth:`upsert` without the lock; also how a store loads the records of its file."""
-        self._upsert(nodes, relations)
+        self.columns.upsert(nodes, relations)
 
     def apply_delete(self, ids: Sequence[str]) -> int:
         """:meth:`delete` without the lock."""
-        return self._delete(ids)
+        return self.columns.delete(ids)
 
     def reset(self) -> None:
         """Forget the in-memory copy (path, URI, namespace and lock stay): then load it again."""
@@ -331,104 +255,11 @@ class MemoryGraphStore:
     async def upsert(self, nodes: Sequence[NodeRecord], relations: Sequence[RelationRecord]) -> None:
         async with self.lock:
             with paused_gc():  # a dict or two per row and no cycles (0.47 -> 0.31 s for 136k rows)
-                self._upsert(nodes, relations)
-
-    def _upsert(self, nodes: Sequence[NodeRecord], relations: Sequence[RelationRecord]) -> None:
-        for rec in nodes:
-            self._set_dims(int(rec.embedding.shape[0]))
-        missing = {r.start for r in relations} | {r.end for r in relations}
-        missing -= {n.id for n in nodes}
-        missing -= self._node_pos.keys()
-        if missing:
-            raise StoreFormatError(f"relations refer to unknown nodes: {sorted(missing)[:5]}")
-        for rel in relations:
-            check_id(rel.id)  # refuse an unstorable id before anything changes
-        for rec in nodes:
-            pos = self._node_pos.get(rec.id)
-            if pos is None:
-                pos = self._node_pos[rec.id] = len(self._node_ids)
-                self._node_ids.append(rec.id)
-                self._node_label.append(self._code(rec.label))
-                self._node_props.append({})
-                if pos >= self._emb.shape[0]:
-                    grown = np.zeros((max(16, 2 * self._emb.shape[0]), self._emb.shape[1]), dtype=np.float32)
-                    grown[: self._emb.shape[0]] = self._emb
-                    self._emb = grown
-                    norms = np.ones(grown.shape[0], dtype=np.float64)
-                    norms[: self._norm.shape[0]] = self._norm
-                    self._norm = norms
-            props = self._node_props[pos]
-            assert props is not None
-            _merge_props(props, rec.properties)
-            self._emb[pos] = rec.embedding
-            self._norm[pos] = float(np.linalg.norm(self._emb[pos].astype(np.float64)))
-        if relations:
-            self._upsert_relations(relations)
-        if nodes or relations:
-            self._changed()
-
-    def _upsert_relations(self, relations: Sequence[RelationRecord]) -> None:
-        found = self._rels.find_many([r.id for r in relations]).tolist()
-        fresh: dict[str, RelationRecord] = {}
-        for rec, pos in zip(relations, found, strict=True):
-            if pos < 0 and rec.id not in fresh:
-                fresh[rec.id] = rec
-        labels, slots_view = self._rel_label, self._rel_slot
-        if fresh:
-            recs = list(fresh.values())
-            positions = self._rels.append(list(fresh))
-            new_pos = dict(zip(fresh, positions.tolist(), strict=True))
-            codes = np.asarray([self._code(r.label) for r in recs], dtype=np.int32)
-            slots = np.empty(len(recs), dtype=np.int32)
-            for code in np.unique(codes).tolist():
-                sel = np.flatnonzero(codes == code)
-                table = self._rel_props.setdefault(code, PropTable())
-                first = table.add(positions[sel].tolist())
-                slots[sel] = first + np.arange(sel.shape[0])
-                table.fill(first, [recs[i].properties for i in sel.tolist()], SOURCES)
-            self._rel_src.extend([self._node_pos[r.start] for r in recs])
-            self._rel_dst.extend([self._node_pos[r.end] for r in recs])
-            labels.extend(codes)
-            slots_view.extend(slots)
-        if len(fresh) == len(relations):
-            return
-        # the records not written by the bulk fill above: existing relations, repeated ids
-        for rec, pos in zip(relations, found, strict=True):
-            if pos < 0:
-                if fresh.get(rec.id) is rec:
-                    continue
-                pos = new_pos[rec.id]
-            self._rel_props[int(labels.view[pos])].merge(int(slots_view.view[pos]), rec.properties, SOURCES)
+                self.columns.upsert(nodes, relations)
 
     async def delete(self, ids: Sequence[str]) -> int:
         async with self.lock:
-            return self._delete(ids)
-
-    def _delete(self, ids: Sequence[str]) -> int:
-        unique = list(dict.fromkeys(ids))
-        # relations named first, as Neo4j deletes them (so a relation named with its endpoint counts)
-        rel_pos = [p for p in self._rels.find_many(unique).tolist() if p >= 0] if unique else []
-        for pos in rel_pos:
-            self._drop_rel(pos)
-        doomed = [self._node_pos[i] for i in unique if i in self._node_pos]
-        if doomed:
-            mask = np.zeros(len(self._node_ids), dtype=bool)
-            mask[doomed] = True
-            labels = self._rel_label.view
-            touching = (mask[self._rel_src.view] | mask[self._rel_dst.view]) & (labels >= 0)
-            for pos in np.flatnonzero(touching).tolist():
-                self._drop_rel(pos)
-            for pos in doomed:
-                node_id = self._node_ids[pos]
-                assert node_id is not None
-                del self._node_pos[node_id]
-                self._node_ids[pos] = None
-                self._node_label[pos] = -1
-                self._node_props[pos] = None
-        found = len(rel_pos) + len(doomed)
-        if found:
-            self._changed()
-        return found
+            return self.columns.delete(ids)
 
     def retract(self, chunk_ids: Collection[str]) -> dict[str, int]:
         """Remove ``chunk_ids`` from every item's provenance; delete the items left without any.
@@ -437,88 +268,39 @@ class MemoryGraphStore:
         directly (see ``kag.graph.base.DIRECT``); an entity goes with its relations.
         Call it holding :attr:`lock`. Returns ``{"entities": n, "relations": m}`` removed.
         """
-        chunks = set(chunk_ids)
-        if not chunks:
-            return {"entities": 0, "relations": 0}
-        doomed_rels: list[int] = []
-        for table in self._rel_props.values():
-            for slot, before in list(table.slots_with(SOURCES)):
-                if not before or chunks.isdisjoint(before):
-                    continue
-                rest = [s for s in before if s not in chunks]
-                if rest:
-                    table.set(slot, SOURCES, rest)
-                    continue
-                table.set(slot, SOURCES, MISSING)  # as Neo4j: a property set to null is gone
-                direct = table.value(slot, DIRECT)
-                pos = int(table.positions.view[slot])
-                if not (direct is not MISSING and direct) and self._rel_label.view[pos] >= 0:
-                    doomed_rels.append(pos)
-        for pos in doomed_rels:
-            self._drop_rel(pos)
-        doomed_nodes = [
-            node_id
-            for node_id, props in zip(self._node_ids, self._node_props, strict=True)
-            if node_id is not None and props is not None and _retract(props, chunks)
-        ]
-        before = self._rels.live
-        nodes = self._delete(doomed_nodes)
-        self._changed()
-        return {"entities": nodes, "relations": len(doomed_rels) + before - self._rels.live}
+        return self.columns.retract(chunk_ids)
 
     def provenance_of(self, chunk_ids: Collection[str]) -> tuple[list[str], list[str]]:
         """Ids of the nodes and relations whose provenance names any of ``chunk_ids``."""
-        chunks = set(chunk_ids)
-        nodes = [
-            node_id
-            for node_id, props in zip(self._node_ids, self._node_props, strict=True)
-            if node_id is not None and props is not None and not chunks.isdisjoint(props.get(SOURCES) or ())
-        ]
-        rels = []
-        for table in self._rel_props.values():
-            for slot, value in table.slots_with(SOURCES):
-                pos = int(table.positions.view[slot])
-                if self._rel_label.view[pos] >= 0 and not chunks.isdisjoint(value or ()):
-                    rel_id = self._rels.id_of(pos)
-                    assert rel_id is not None
-                    rels.append(rel_id)
-        return nodes, rels
-
-    def _drop_rel(self, pos: int) -> None:
-        if self._rel_label.view[pos] < 0:
-            return
-        code = int(self._rel_label.view[pos])
-        table = self._rel_props[code]
-        slot = int(self._rel_slot.view[pos])
-        for col in table.columns.values():  # free the values; the slot stays, dead
-            col[slot] = MISSING
-        self._rel_label.view[pos] = -1
-        self._rels.kill(pos)
+        return self.columns.provenance_of(chunk_ids)
 
     # -- reads ----------------------------------------------------------------
     async def get_nodes(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         out = {}
         for i in ids:
-            pos = self._node_pos.get(i)
+            pos = self.columns.node_pos.get(i)
             if pos is not None:
-                out[i] = dict(self._node_props[pos] or {})
+                out[i] = dict(self.columns.node_props[pos] or {})
         return out
 
     async def get_relations(self, ids: Sequence[str]) -> dict[str, tuple[str, str, dict[str, Any]]]:
         out = {}
         unique = list(dict.fromkeys(ids))
-        for i, pos in zip(unique, self._rels.find_many(unique).tolist(), strict=True):
+        for i, pos in zip(unique, self.columns.rels.find_many(unique).tolist(), strict=True):
             if pos >= 0:
                 _, _, start, end, props = self.relation_at(pos)
                 out[i] = (start, end, props)
         return out
 
     async def counts(self) -> dict[str, int]:
-        out: dict[str, int] = {"nodes": len(self._node_pos), "relations": self._rels.live}
-        for codes in (np.asarray(self._node_label, dtype=np.int64), self._rel_label.view.astype(np.int64)):
+        out: dict[str, int] = {"nodes": len(self.columns.node_pos), "relations": self.columns.rels.live}
+        for codes in (
+            np.asarray(self.columns.node_label, dtype=np.int64),
+            self.columns.rel_label.view.astype(np.int64),
+        ):
             live = codes[codes >= 0]
             for code, count in zip(*np.unique(live, return_counts=True), strict=True):
-                name = self._label_names[int(code)]
+                name = self.columns.label_names[int(code)]
                 out[name] = out.get(name, 0) + int(count)
         return out
 
@@ -526,14 +308,14 @@ class MemoryGraphStore:
         self, ids: Sequence[str], depth: int = 1, limit: int = 200
     ) -> tuple[dict[str, dict[str, Any]], list[tuple[str, str, str]]]:
         """Nodes (id -> properties) and edges (start, end, type) within ``depth`` hops of ``ids``."""
-        keep = [self._node_pos[i] for i in dict.fromkeys(ids) if i in self._node_pos]
-        src, dst = self._rel_src.view, self._rel_dst.view
-        live = np.flatnonzero(self._rel_label.view >= 0)
+        keep = [self.columns.node_pos[i] for i in dict.fromkeys(ids) if i in self.columns.node_pos]
+        src, dst = self.columns.rel_src.view, self.columns.rel_dst.view
+        live = np.flatnonzero(self.columns.rel_label.view >= 0)
         seen, frontier = set(keep), list(keep)
         for _ in range(depth):
             if not frontier or len(seen) >= limit:
                 break
-            mask = np.zeros(len(self._node_ids), dtype=bool)
+            mask = np.zeros(len(self.columns.node_ids), dtype=bool)
             mask[frontier] = True
             out_e, in_e = live[mask[src[live]]], live[mask[dst[live]]]
             # per frontier node: its successors, then its predecessors, in edge order
@@ -549,16 +331,20 @@ class MemoryGraphStore:
                     nxt.append(m)
             frontier = nxt
         nodes = {}
-        for pos in sorted(seen, key=lambda p: self._node_ids[p] or ""):
-            node_id = self._node_ids[pos]
+        for pos in sorted(seen, key=lambda p: self.columns.node_ids[p] or ""):
+            node_id = self.columns.node_ids[pos]
             assert node_id is not None
-            nodes[node_id] = dict(self._node_props[pos] or {})
-        inside = np.zeros(len(self._node_ids), dtype=bool)
+            nodes[node_id] = dict(self.columns.node_props[pos] or {})
+        inside = np.zeros(len(self.columns.node_ids), dtype=bool)
         inside[list(seen)] = True
         both = live[inside[src[live]] & inside[dst[live]]]
         edges = sorted(
-            (self._node_ids[int(src[p])] or "", self._node_ids[int(dst[p])] or "", self._label_names[int(code)])
-            for p, code in zip(both.tolist(), self._rel_label.view[both].tolist(), strict=True)
+            (
+                self.columns.node_ids[int(src[p])] or "",
+                self.columns.node_ids[int(dst[p])] or "",
+                self.columns.label_names[int(code)],
+            )
+            for p, code in zip(both.tolist(), self.columns.rel_label.view[both].tolist(), strict=True)
         )
         return nodes, edges
 
@@ -567,13 +353,13 @@ class MemoryGraphStore:
 
     # -- plan evaluation ------------------------------------------------------
     def _build_index(self) -> _Index:
-        if self._index is not None:
+        if self._index is not None and self._index_at == self.columns.writes:
             return self._index
-        label_code = np.asarray(self._node_label, dtype=np.int32)
-        node_rank = _ranks(self._node_ids)
-        rel_rank = self._rels.ranks()
-        rel_label = self._rel_label.view
-        src, dst = self._rel_src.view, self._rel_dst.view
+        label_code = np.asarray(self.columns.node_label, dtype=np.int32)
+        node_rank = _ranks(self.columns.node_ids)
+        rel_rank = self.columns.rels.ranks()
+        rel_label = self.columns.rel_label.view
+        src, dst = self.columns.rel_src.view, self.columns.rel_dst.view
         edges = {}
         if rel_label.size:
             # group the live edges by type with one sort (not one pass over all edges per type)
@@ -584,14 +370,15 @@ class MemoryGraphStore:
             for sel in np.split(by_type, bounds) if by_type.size else []:
                 edges[int(rel_label[sel[0]])] = (src[sel], dst[sel], sel)
         alive = label_code >= 0
-        unit = bool(np.all(np.abs(self._norm[: label_code.shape[0]][alive] - 1.0) < 1e-5))
+        unit = bool(np.all(np.abs(self.columns.norm[: label_code.shape[0]][alive] - 1.0) < 1e-5))
         self._index = _Index(label_code, node_rank, rel_rank, edges, unit_rows=unit)
+        self._index_at = self.columns.writes
         return self._index
 
     def _rows_of(self, idx: _Index, labels: tuple[str, ...]) -> np.ndarray:
         rows = idx.rows.get(labels)
         if rows is None:
-            codes = [self._labels[label] for label in labels if label in self._labels]
+            codes = [self.columns.labels[label] for label in labels if label in self.columns.labels]
             rows = idx.rows[labels] = np.flatnonzero(np.isin(idx.label_code, np.asarray(codes, dtype=np.int32)))
         return rows
 
@@ -633,8 +420,8 @@ class MemoryGraphStore:
                 ones = np.ones(rows.shape[0], dtype=np.float64)
                 rows, part = self._linked_rows(rows, ones if part is None else part, links, threshold)
                 continue
-            if self._dims is not None and vec.shape[0] != self._dims:
-                raise EmbeddingError(f"query vector has {vec.shape[0]} dimensions, the store {self._dims}.")
+            if self.columns.dims is not None and vec.shape[0] != self.columns.dims:
+                raise EmbeddingError(f"query vector has {vec.shape[0]} dimensions, the store {self.columns.dims}.")
             q64 = np.asarray(vec, dtype=np.float64)
             q_norm = float(np.linalg.norm(q64))
             q32 = q64.astype(np.float32)
@@ -645,17 +432,17 @@ class MemoryGraphStore:
             # a large label is cheaper to score in place than to copy out of the matrix
             whole = rows.shape[0] == n
             if whole:
-                dots = self._emb[:n] @ q32
+                dots = self.columns.emb[:n] @ q32
             elif 4 * rows.shape[0] < n:
-                dots = self._emb[rows] @ q32
+                dots = self.columns.emb[rows] @ q32
             elif part is None and idx.unit_rows and rows is label_rows:
                 # unit rows, the label's own rows: rule the few other rows out in place rather
                 # than gather every score of the label (a pass over the label saved)
-                dots = self._emb[:n] @ q32
+                dots = self.columns.emb[:n] @ q32
                 dots[self._others_of(idx, spec.labels, rows)] = -np.inf
                 whole = True  # positions and rows coincide now
             else:
-                dots = (self._emb[:n] @ q32)[rows]
+                dots = (self.columns.emb[:n] @ q32)[rows]
             # screen on a scale monotonic in the score: for unit rows the raw float32 dots, where
             # score = 0.5 + dot / (2 |q|), so no pass over the rows converts them first
             if idx.unit_rows:
@@ -663,7 +450,7 @@ class MemoryGraphStore:
                 approx, offset = dots, 0.5
             else:
                 scale = 1.0
-                approx, offset = (1.0 + dots / (self._norm[rows] * q_norm)) / 2.0, 0.0
+                approx, offset = (1.0 + dots / (self.columns.norm[rows] * q_norm)) / 2.0, 0.0
             floor = (threshold - _SCREEN - offset) * scale
             margin = 2 * _SCREEN * scale
             if limit is not None and len(spec.vectors) == 1:
@@ -672,7 +459,7 @@ class MemoryGraphStore:
                     floor = max(floor, kth_largest(passing, limit) - margin)
             near = np.flatnonzero(approx >= floor)
             rows, part = (near if whole else rows[near]), (None if part is None else part[near])
-            exact = (self._emb[rows].astype(np.float64) @ q64) / (self._norm[rows] * q_norm)
+            exact = (self.columns.emb[rows].astype(np.float64) @ q64) / (self.columns.norm[rows] * q_norm)
             sims = np.clip((1.0 + exact) / 2.0, 0.0, 1.0)
             # compared at float32 precision, as Neo4j reports cosines: the same decision at the threshold
             keep = sims.astype(np.float32) >= np.float32(threshold)
@@ -687,11 +474,11 @@ class MemoryGraphStore:
             return None
         ann = self._ann.get(labels)
         if ann is None or abs(rows.shape[0] - ann.rows.shape[0]) > ann.rows.shape[0] // 5:
-            ann = self._ann[labels] = IVFIndex(self._emb, rows)
-            ann.version = self._writes
-        elif ann.version != self._writes:
-            ann.refresh(rows, self._writes)
-        found = ann.search(self._emb, q32, candidates, None if idx.unit_rows else self._norm)
+            ann = self._ann[labels] = IVFIndex(self.columns.emb, rows)
+            ann.version = self.columns.writes
+        elif ann.version != self.columns.writes:
+            ann.refresh(rows, self.columns.writes)
+        found = ann.search(self.columns.emb, q32, candidates, None if idx.unit_rows else self.columns.norm)
         # rows deleted (or relabelled) since the build are not the label's rows any more
         at = np.minimum(np.searchsorted(rows, found), rows.shape[0] - 1)
         return found[rows[at] == found]
@@ -700,9 +487,9 @@ class MemoryGraphStore:
         self, rows: np.ndarray, part: np.ndarray, links: Mapping[str, float], threshold: float
     ) -> tuple[np.ndarray, np.ndarray]:
         """Keep the ``rows`` that are linked entities scoring at least ``threshold``, times their scores."""
-        score = np.full(len(self._node_ids), np.nan, dtype=np.float64)
+        score = np.full(len(self.columns.node_ids), np.nan, dtype=np.float64)
         for entity_id, value in links.items():
-            pos = self._node_pos.get(entity_id)
+            pos = self.columns.node_pos.get(entity_id)
             if pos is not None:
                 score[pos] = value
         sims = score[rows]
@@ -741,8 +528,12 @@ class MemoryGraphStore:
         if cached is not None:
             return cached
         n = idx.label_code.shape[0]
-        labels = [label for label in hop.relation_labels if label in self._labels and self._labels[label] in idx.edges]
-        parts = [idx.edges[self._labels[label]] for label in labels]
+        labels = [
+            label
+            for label in hop.relation_labels
+            if label in self.columns.labels and self.columns.labels[label] in idx.edges
+        ]
+        parts = [idx.edges[self.columns.labels[label]] for label in labels]
         empty = np.zeros(0, dtype=np.int64)
         src = np.concatenate([p[0] for p in parts]) if parts else empty
         dst = np.concatenate([p[1] for p in parts]) if parts else empty
@@ -773,12 +564,14 @@ class MemoryGraphStore:
         return await run_locked(self.lock, self.evaluate, plan)
 
     def _inline(self, plan: QueryPlan) -> bool:
-        idx = self._index
+        idx = self._index if self._index_at == self.columns.writes else None
         if idx is None or plan.hops or not plan.bound or self.lock.locked():
             return False
         node = plan.nodes[0]
         rows = idx.rows.get(node.labels)
-        work = (idx.label_code.shape[0] if rows is None else rows.shape[0]) * (self._dims or 0) * len(node.vectors)
+        work = (
+            (idx.label_code.shape[0] if rows is None else rows.shape[0]) * (self.columns.dims or 0) * len(node.vectors)
+        )
         return work <= _INLINE_FLOATS and not (plan.candidates is not None and node.labels not in self._ann)
 
     def evaluate(self, plan: QueryPlan) -> PlanResult:
@@ -866,8 +659,8 @@ class MemoryGraphStore:
         present = np.zeros(n, dtype=bool)
         values = np.full(n, 0 if kind == "number" else "", dtype=object)
         for pos in self._rows_of(idx, labels):
-            node_id = self._node_ids[int(pos)]
-            props = self._node_props[int(pos)]
+            node_id = self.columns.node_ids[int(pos)]
+            props = self.columns.node_props[int(pos)]
             value = props.get(name) if node_id is not None and props is not None else None
             ok = isinstance(value, str) if kind == "string" else isinstance(value, int | float)
             if ok and not isinstance(value, bool):
@@ -923,7 +716,7 @@ class MemoryGraphStore:
         if plan.order is not None:
             first = self._order_key(idx, plan, nodes[plan.row_nodes.index(plan.order.node)])
         chosen = _top_k(score, keys, plan.k, first)
-        node_ids, node_props = self._node_ids, self._node_props
+        node_ids, node_props = self.columns.node_ids, self.columns.node_props
         if len(nodes) == 1 and not rels:  # a similarity search: one node per row (its hot path, kept short)
             picked, scores = nodes[0][chosen].tolist(), score[chosen].tolist()
             return PlanResult(
@@ -937,12 +730,14 @@ class MemoryGraphStore:
         ids_cols = [[node_ids[p] or "" for p in col] for col in node_pos]
         props_cols = [[dict(node_props[p] or {}) for p in col] for col in node_pos]
         rel_pos = [r[chosen] for r in rels]
-        rel_ids = [self._rels.ids_of(r) for r in rel_pos]
-        tables = self._rel_props
+        rel_ids = [self.columns.rels.ids_of(r) for r in rel_pos]
+        tables = self.columns.rel_props
         rel_props = [
             [
                 tables[code].get(slot)
-                for code, slot in zip(self._rel_label.view[r].tolist(), self._rel_slot.view[r].tolist(), strict=True)
+                for code, slot in zip(
+                    self.columns.rel_label.view[r].tolist(), self.columns.rel_slot.view[r].tolist(), strict=True
+                )
             ]
             for r in rel_pos
         ]
@@ -978,77 +773,12 @@ class MemoryGraphStore:
         if target is None:
             raise StoreFormatError("this store has no file; pass a path to save(), e.g. save('kb.kag').")
         if target.suffix.lower() == ".json":
-            return atomic_write_json(target, self._json_document())
+            return atomic_write_json(target, json_document(self.columns))
         try:
-            data = pack_document(self._document())
+            data = pack_document(compact_document(self.columns))
         except ValueError as exc:
             raise StoreFormatError(f"cannot save {target}: {exc} (a stored value is NaN or infinite).") from exc
         return atomic_write_bytes(target, data)
-
-    def _json_document(self) -> dict[str, Any]:
-        """The version-1 layout (what :meth:`_load_v1` reads): one JSON object per node and relation."""
-        nodes, relations = self.records()
-        return {
-            "format": FORMAT,
-            "version": 1,
-            "dimensions": self._dims,
-            "labels": list(self._label_names),
-            "nodes": [
-                {
-                    "id": n.id,
-                    "label": n.label,
-                    "props": n.properties,
-                    "embedding": base64.b64encode(np.asarray(n.embedding, dtype="<f4").tobytes()).decode("ascii"),
-                }
-                for n in nodes
-            ],
-            "relations": [
-                {"id": r.id, "label": r.label, "start": r.start, "end": r.end, "props": r.properties} for r in relations
-            ],
-        }
-
-    def _document(self) -> dict[str, Any]:
-        node_pos = np.asarray([p for p, i in enumerate(self._node_ids) if i is not None], dtype=np.int64)
-        new_node = np.full(len(self._node_ids) + 1, -1, dtype=np.int64)
-        new_node[node_pos] = np.arange(node_pos.shape[0])
-        emb = self._emb[node_pos] if node_pos.shape[0] else np.zeros((0, self._dims or 0), dtype=np.float32)
-        nodes = {
-            "ids": [self._node_ids[p] for p in node_pos.tolist()],
-            "label": np.asarray(self._node_label, dtype=np.int32)[node_pos],
-            "props": [self._node_props[p] for p in node_pos.tolist()],
-            "embeddings": np.ascontiguousarray(emb, dtype=np.float32),
-        }
-        rel_pos = np.flatnonzero(self._rel_label.view >= 0)
-        new_rel = np.full(self._rels.size, -1, dtype=np.int64)
-        new_rel[rel_pos] = np.arange(rel_pos.shape[0])
-        order = self._rels.sorted_positions()
-        order = new_rel[order[new_rel[order] >= 0]]
-        codes = self._rel_label.view[rel_pos]
-        slots = np.zeros(rel_pos.shape[0], dtype=np.int32)
-        tables = {}
-        for code in np.unique(codes).tolist():
-            sel = np.flatnonzero(codes == code)  # new positions of this type's edges
-            slots[sel] = np.arange(sel.shape[0])
-            columns = self._rel_props[code].dump(self._rel_slot.view[rel_pos[sel]])
-            tables[self._label_names[code]] = {"positions": sel.astype(np.int32), "columns": columns}
-        relations = {
-            "count": int(rel_pos.shape[0]),
-            "ids": self._rels.raw(rel_pos),
-            "order": order.astype(np.int32),
-            "start": new_node[self._rel_src.view[rel_pos]].astype(np.int32),
-            "end": new_node[self._rel_dst.view[rel_pos]].astype(np.int32),
-            "type": codes.astype(np.int32),
-            "slot": slots,
-            "props": tables,
-        }
-        return {
-            "format": FORMAT,
-            "version": VERSION,
-            "dimensions": self._dims,
-            "labels": list(self._label_names),
-            "nodes": nodes,
-            "relations": relations,
-        }
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> MemoryGraphStore:
@@ -1058,126 +788,7 @@ class MemoryGraphStore:
         return cls(path)
 
     def _load(self, path: Path) -> None:
-        try:
-            data = path.read_bytes()
-            doc = unpack_document(data) if data.startswith(MAGIC) else json.loads(data)
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
-            raise StoreFormatError(
-                f"{path} is not a kag memory store file ({exc}); delete it or pass another path."
-            ) from exc
-        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-            raise StoreFormatError(f"{path} is not a kag memory store file (missing format marker).")
-        if doc.get("version") not in (1, VERSION):
-            raise StoreFormatError(f"{path} has store version {doc.get('version')!r}; this kag reads 1 and {VERSION}.")
-        try:
-            if doc["version"] == 1:
-                self._load_v1(path, doc)
-            else:
-                self._load_columns(path, doc)
-        except StoreFormatError:
-            raise
-        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
-            raise StoreFormatError(f"{path} is a damaged kag memory store file ({exc!r}).") from exc
-
-    def _load_v1(self, path: Path, doc: dict[str, Any]) -> None:
-        """The version-1 layout: one JSON object per node and per relation."""
-        dims = doc["dimensions"]
-        if dims is not None:  # an empty store keeps its dimensions and declared labels too
-            self._set_dims(int(dims))
-        for label in doc.get("labels", []):
-            self._code(str(label))
-        nodes, rels = [], []
-        for n in doc["nodes"]:
-            vec = np.frombuffer(base64.b64decode(n["embedding"]), dtype="<f4").astype(np.float32)
-            if dims is None or vec.shape != (dims,) or not np.isfinite(vec).all():
-                raise StoreFormatError(f"{path}: node {n.get('id')!r} has a bad embedding.")
-            nodes.append(NodeRecord(str(n["id"]), str(n["label"]), dict(n["props"]), vec))
-        for r in doc["relations"]:
-            rels.append(RelationRecord(str(r["id"]), str(r["label"]), str(r["start"]), str(r["end"]), dict(r["props"])))
-        self._upsert(nodes, rels)
-
-    def _load_columns(self, path: Path, doc: dict[str, Any]) -> None:
-        """The columnar layout :meth:`save` writes."""
-        dims = doc["dimensions"]
-        for label in doc["labels"]:
-            self._code(str(label))
-        n_labels = len(self._label_names)
-        nodes = doc["nodes"]
-        ids = [str(i) for i in nodes["ids"]]
-        count = len(ids)
-        codes = checked_array(nodes["label"], np.int32, count)
-        emb = np.asarray(nodes["embeddings"])
-        if emb.dtype != np.float32 or emb.shape != (count, dims or 0):
-            raise StoreFormatError(f"{path}: the node embeddings do not match; the file is damaged.")
-        props = nodes["props"]
-        if len(props) != count or len(set(ids)) != count or (count and (codes.min() < 0 or codes.max() >= n_labels)):
-            raise StoreFormatError(f"{path}: the node columns do not match; the file is damaged.")
-        if count and (dims is None or not np.isfinite(emb).all()):
-            raise StoreFormatError(f"{path}: the node embeddings are damaged.")
-        if dims is not None:
-            self._set_dims(int(dims))
-            matrix = np.zeros((max(16, count), int(dims)), dtype=np.float32)
-            matrix[:count] = emb
-            self._emb = matrix
-            self._norm = np.ones(matrix.shape[0], dtype=np.float64)
-            # row by row, exactly as an upsert computes them (the same float64 norms, bit for bit)
-            self._norm[:count] = [float(np.linalg.norm(row.astype(np.float64))) for row in matrix[:count]]
-        self._node_ids = list(ids)
-        self._node_pos = {i: p for p, i in enumerate(ids)}
-        self._node_label = codes.tolist()
-        self._node_props = [dict(p) for p in props]
-        rels = doc["relations"]
-        m = int(rels["count"])
-        order = checked_array(rels["order"], np.int32, m).astype(np.int64)
-        self._rels = IdColumn.from_raw(rels["ids"], order)
-        src, dst = checked_array(rels["start"], np.int32, m), checked_array(rels["end"], np.int32, m)
-        types, slots = checked_array(rels["type"], np.int32, m), checked_array(rels["slot"], np.int32, m)
-        if self._rels.size != m or (
-            m
-            and (
-                min(src.min(), dst.min(), types.min()) < 0
-                or max(src.max(), dst.max()) >= count
-                or types.max() >= n_labels
-                or np.bincount(order, minlength=m).max() != 1
-            )
-        ):
-            raise StoreFormatError(f"{path}: the relation columns do not match; the file is damaged.")
-        self._rel_src, self._rel_dst = GrowArray(np.int32, src), GrowArray(np.int32, dst)
-        self._rel_label, self._rel_slot = GrowArray(np.int32, types), GrowArray(np.int32, slots)
-        for label, table in rels["props"].items():
-            code = self._labels[str(label)]
-            positions = checked_array(table["positions"], np.int32, None).astype(np.int64)
-            if positions.shape[0] and (
-                positions.max() >= m
-                or not np.array_equal(types[positions], np.full(positions.shape[0], code))
-                or not np.array_equal(slots[positions], np.arange(positions.shape[0]))
-            ):
-                raise StoreFormatError(f"{path}: the properties of {label!r} do not match; the file is damaged.")
-            self._rel_props[code] = PropTable.load(positions, table["columns"])
-        if m and any(int(c) not in self._rel_props for c in np.unique(types).tolist()):
-            raise StoreFormatError(f"{path}: relation properties are missing; the file is damaged.")
-        self._changed()
-
-
-def _merge_props(props: dict[str, Any], new: Mapping[str, Any]) -> None:
-    """``SET n += new``, except provenance, which becomes the sorted union (as on Neo4j)."""
-    before = props.get(SOURCES)
-    props.update(new)
-    if SOURCES in new:
-        props[SOURCES] = sorted({*(before or []), *new[SOURCES]})
-
-
-def _retract(props: dict[str, Any], chunks: set[str]) -> bool:
-    """Drop ``chunks`` from an item's provenance; whether the item is left unsupported."""
-    before = props.get(SOURCES)
-    if not before or chunks.isdisjoint(before):
-        return False
-    rest = [s for s in before if s not in chunks]
-    if rest:
-        props[SOURCES] = rest
-        return False
-    del props[SOURCES]  # as Neo4j: a property set to null is gone
-    return not props.get(DIRECT)
+        load_file(self.columns, path)
 
 
 def _utf16(text: str) -> str:

@@ -78,7 +78,7 @@ def test_trailing_nul_ids_are_refused_before_any_change() -> None:
     store = MemoryGraphStore()
     nodes = [NodeRecord("a", "A", {}, np.ones(4, np.float32)), NodeRecord("b", "A", {}, np.ones(4, np.float32))]
     with pytest.raises(InvalidInputError, match="NUL"):
-        store._upsert(nodes, [RelationRecord("r\x00", "R", "a", "b", {})])
+        store.apply_upsert(nodes, [RelationRecord("r\x00", "R", "a", "b", {})])
     assert not store.has_node("a")
 
 
