@@ -21,6 +21,9 @@ seed); each gold answer is computed from the metadata, never from kag. Families:
 * ``written_by`` "Which packages were written by A?";
 * ``out_of_schema`` "Who maintains X?", "What is the homepage of X?" ... (answer: not found, no entities).
 
+Each family but the last has two phrasings (``PHRASINGS``), used in turn: a demo teaches the phrasing it
+shows, so a held-out question whose phrasing no demo shows is answered by the rules.
+
 Each family is split by seed into train and test halves; the demos are at most ``--demos`` questions
 drawn by seed from the train halves (round-robin over the families), passed as ``examples=`` to the
 ``KnowledgeRetriever`` with their gold searches (what training would choose); the score is on the
