@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from kag.datamodels.base import DataModel
 from kag.errors import ConfigError, SchemaError
 from kag.lm.base import LanguageModel, Message
+from kag.programs.grounding import fact_names, grounded_schema, name_fields
 from kag.programs.module import (
     Module,
     as_list,
@@ -131,6 +132,10 @@ class Generator(Module):
         use_inputs_schema: also show the inputs' JSON schema in the system message.
         use_outputs_schema: also show the output's full JSON schema in the system message.
         return_inputs: also return the inputs' fields, followed by ``data_model``'s.
+        grounded: when the inputs carry retrieved ``facts``, every ``list[str]`` field of
+            ``data_model`` (the names that answer) may only hold names of the entities in those
+            facts: a per-call enum the model cannot step out of (none retrieved: the list stays
+            empty). ``False`` lets the model name anything.
         trainable: whether training may change the module's variable (its instructions and
             demos, starting from ``instructions`` and ``examples``; see :mod:`kag.training`).
 
@@ -152,6 +157,7 @@ class Generator(Module):
         name: str | None = None,
         description: str | None = None,
         trainable: bool = True,
+        grounded: bool = True,
     ) -> None:
         super().__init__(name=name, description=description)
         if (data_model is None) == (schema is None):
@@ -172,6 +178,8 @@ class Generator(Module):
         self.use_inputs_schema = bool(use_inputs_schema)
         self.use_outputs_schema = bool(use_outputs_schema)
         self.return_inputs = bool(return_inputs)
+        self.grounded = bool(grounded)
+        self._name_fields = name_fields(data_model) if self.schema is None else []
         self._template = compile_template(prompt_template if prompt_template is not None else DEFAULT_INPUT_TEMPLATE)
         demos: list[Demo] = []
         for i, pair in enumerate(examples or ()):
@@ -271,7 +279,12 @@ class Generator(Module):
         given = items if len(items) > 1 else items[0]
         messages = self.messages(given, await self.demos_for(given))
         target: dict[str, Any] | type[BaseModel] = self.schema if self.schema is not None else self.data_model
+        allowed = fact_names(items) if self.grounded and self._name_fields else None
+        if allowed is not None:
+            target = grounded_schema(self.data_model.model_json_schema(), self._name_fields, allowed)
         raw = await self.language_model.generate(messages, target, schema_name=schema_name_for(self.data_model))
+        if allowed is not None:  # a name given twice is given once
+            raw = {**raw, **{f: list(dict.fromkeys(raw[f])) for f in self._name_fields if isinstance(raw.get(f), list)}}
         answer = as_model(raw, self.data_model)
         record(self.name, template_variables(given)["inputs"], answer.model_dump(mode="json"))
         if not self.return_inputs:
@@ -304,6 +317,7 @@ class Generator(Module):
             "use_inputs_schema": self.use_inputs_schema,
             "use_outputs_schema": self.use_outputs_schema,
             "return_inputs": self.return_inputs,
+            "grounded": self.grounded,
         }
 
     @classmethod
@@ -327,6 +341,7 @@ class Generator(Module):
             use_inputs_schema=bool(config.get("use_inputs_schema", False)),
             use_outputs_schema=bool(config.get("use_outputs_schema", False)),
             return_inputs=bool(config.get("return_inputs", False)),
+            grounded=bool(config.get("grounded", True)),
             name=name,
             description=config.get("description"),
         ).restore_variable(config)

@@ -53,6 +53,9 @@ class Fact(DataModel):
     subject: dict[str, Any] = Field(description="The subject entity's fields.")
     relation: dict[str, Any] | None = Field(default=None, description="The relation's label and properties.")
     object: dict[str, Any] | None = Field(default=None, description="The object entity's fields.")
+    path: list[dict[str, Any]] = Field(
+        default_factory=list, description="Every entity of the matched path, in order (chains have more than two)."
+    )
 
 
 class KnowledgeRetriever(Module):

@@ -1,0 +1,105 @@
+"""Grounded answers: the names a Generator answering from facts may give are the names it was shown."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import kag
+from kag.errors import GenerationError, JSONSchemaValidationError
+from kag.lm import ScriptedLM
+from kag.lm.jsonschema_check import validate_json_schema
+from kag.programs.grounding import fact_names, grounded_schema, name_fields
+
+
+class Answer(kag.DataModel):
+    answer: str = kag.Field(description="The answer")
+    entities: list[str] = kag.Field(description="The names that answer")
+    number: int | None = kag.Field(default=None, description="A count")
+
+
+class Retrieved(kag.DataModel):
+    query: str
+    facts: list[dict[str, Any]]
+    count: int | None = None
+
+
+def fact(subject: str, obj: str) -> dict[str, Any]:
+    return {
+        "text": f"{subject} -[IsCapitalOf]-> {obj}",
+        "score": 1.0,
+        "subject": {"label": "City", "name": subject},
+        "object": {"label": "Country", "name": obj},
+        "path": [{"label": "City", "name": subject}, {"label": "Country", "name": obj}],
+    }
+
+
+def test_name_fields_are_the_lists_of_strings() -> None:
+    assert name_fields(Answer) == ["entities"]
+
+
+def test_fact_names_take_every_entity_of_the_path_and_the_count() -> None:
+    chain = fact("Paris", "France")
+    chain["path"].append({"label": "Continent", "name": "Europe"})
+    assert fact_names([Retrieved(query="q", facts=[chain, fact("Lyon", "France")])]) == [
+        "Paris",
+        "France",
+        "Europe",
+        "Lyon",
+    ]
+    assert fact_names([Retrieved(query="q", facts=[], count=4)]) == ["4"]
+    assert fact_names([{"query": "no facts here"}]) is None
+
+
+names = st.text(alphabet="abcdefgXYZ ", min_size=1, max_size=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(allowed=st.lists(names, max_size=6), answer=st.lists(names, max_size=6))
+def test_no_answer_valid_under_the_grounded_schema_names_an_unseen_entity(allowed, answer) -> None:
+    schema = grounded_schema(Answer.model_json_schema(), ["entities"], allowed)
+    candidate = {"answer": "x", "entities": answer, "number": None}
+    try:
+        validate_json_schema(candidate, schema)
+    except JSONSchemaValidationError:
+        assert any(name not in allowed for name in answer) or len(answer) > len(set(allowed))
+    else:
+        assert set(answer) <= set(allowed)
+
+
+def generator(lm: ScriptedLM, **kwargs: Any) -> kag.Generator:
+    return kag.Generator(data_model=Answer, language_model=lm, **kwargs)
+
+
+async def test_a_name_outside_the_facts_is_repaired() -> None:
+    lm = ScriptedLM(
+        [
+            {"answer": "Berlin", "entities": ["Berlin"], "number": None},
+            {"answer": "Paris", "entities": ["Paris", "Paris"], "number": None},
+        ]
+    )
+    result = await generator(lm)(Retrieved(query="What is the capital of France?", facts=[fact("Paris", "France")]))
+    assert result.entities == ["Paris"]  # repaired once, the repeated name given once
+    assert lm.calls[0]["schema"]["properties"]["entities"]["items"]["enum"] == ["Paris", "France"]
+
+
+async def test_no_facts_means_no_names() -> None:
+    lm = ScriptedLM([{"answer": "Lyon", "entities": ["Lyon"], "number": None}] * 3)
+    with pytest.raises(GenerationError, match="at most 0 items"):
+        await generator(lm)(Retrieved(query="Who is the president of France?", facts=[]))
+    ok = ScriptedLM([{"answer": "Not found in the knowledge graph.", "entities": [], "number": None}])
+    assert (await generator(ok)(Retrieved(query="Who is the president of France?", facts=[]))).entities == []
+
+
+async def test_grounding_can_be_turned_off_and_applies_only_to_facts() -> None:
+    free = ScriptedLM([{"answer": "Berlin", "entities": ["Berlin"], "number": None}])
+    result = await generator(free, grounded=False)(Retrieved(query="q", facts=[fact("Paris", "France")]))
+    assert result.entities == ["Berlin"]
+    plain = ScriptedLM([{"answer": "Berlin", "entities": ["Berlin"], "number": None}])
+    assert (await generator(plain)({"query": "no facts"})).entities == ["Berlin"]
+    assert "enum" not in str(plain.calls[0]["schema"]["properties"]["entities"])
+    config = generator(free, grounded=False).get_config()
+    assert config["grounded"] is False
