@@ -282,7 +282,7 @@ async def test_candidates_use_the_index_only_when_opted_in() -> None:
         want = exact_store.evaluate(exact).rows
         assert exact_store.evaluate(approx).rows == want  # no index: candidates change nothing
         got = approx_store.evaluate(approx).rows
-        assert len(got) == 10 and ("E",) in approx_store._ann  # the IVF index served the anchor
+        assert len(got) == 10 and ("E",) in approx_store.evaluator.ann  # the IVF index served the anchor
         scores = {r.node_ids[0]: r.score for r in want}
         # every returned score is exact: the same as the exact plan's for the rows both return
         assert all(r.score == scores[r.node_ids[0]] for r in got if r.node_ids[0] in scores)
@@ -297,12 +297,12 @@ async def test_the_approximate_index_follows_writes_without_a_rebuild() -> None:
     q = matrix[17]
     plan = QueryPlan(nodes=(NodeSpec(("E",), ("q",), (q,)),), hops=(), k=5, threshold=0.0, candidates=50)
     first = store.evaluate(plan).rows
-    index = store._ann[("E",)]
+    index = store.evaluator.ann[("E",)]
     # a new node equal to the query, and the best old one deleted: both seen at once
     await store.upsert([NodeRecord("new", "E", {}, q)], [])
     await store.delete([first[0].node_ids[0]])
     rows = store.evaluate(plan).rows
-    assert store._ann[("E",)] is index  # not rebuilt
+    assert store.evaluator.ann[("E",)] is index  # not rebuilt
     assert rows[0].node_ids[0] == "new" and rows[0].score == pytest.approx(1.0)
     assert first[0].node_ids[0] not in {r.node_ids[0] for r in rows}
 
