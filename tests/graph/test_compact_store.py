@@ -335,3 +335,17 @@ async def test_a_large_label_scored_in_place_matches_brute_force(threshold: floa
         want.sort(key=lambda t: (-t[1], t[0]))
         assert [i for i, _ in got] == [i for i, _ in want[:k]]
         assert [s for _, s in got] == pytest.approx([s for _, s in want[:k]], abs=1e-12)
+
+
+async def test_a_memory_uri_naming_a_json_file_saves_json(tmp_path: Path) -> None:
+    from kag.graph.factory import open_store
+
+    nodes, rels = _graph(nodes=6, rels=8)
+    for name, json_file in (("kb.json", True), ("kb.kag", False)):
+        store = open_store(f"memory://{tmp_path / name}")
+        assert isinstance(store, MemoryGraphStore)
+        await store.upsert(nodes, rels)
+        data = store.save().read_bytes()
+        assert data.startswith(b"{") == json_file and data.startswith(b"KAGSTORE") != json_file
+        reopened = open_store(f"memory://{tmp_path / name}")
+        assert await reopened.counts() == await store.counts()
