@@ -644,17 +644,8 @@ async def _serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             await service.aclose()
 
 
-async def _train(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    service = _service(args)
-    try:
-        await _prepare(service, args, err)
-        return await train_command(service, args, out, err)
-    finally:
-        await service.aclose()
-
-
 _COMMANDS = {
-    "train": _train,
+    "train": lambda args, out, err: train_command(args, out, err, _service(args), _prepare),
     "ingest": _ingest,
     "query": _query,
     "search": _search,

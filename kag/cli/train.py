@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -71,8 +72,18 @@ def read_dataset(path: Path) -> tuple[list[Any], list[Any]]:
     return x, y
 
 
-async def train_command(service: Service, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Run ``kag train`` on an opened service (its knowledge base and, with ``--lm``, its model)."""
+async def train_command(
+    args: argparse.Namespace, out: TextIO, err: TextIO, service: Service, prepare: Callable[..., Awaitable[None]]
+) -> int:
+    """Run ``kag train`` on an opened service (closed at the end); ``prepare`` loads ``--example`` first."""
+    try:
+        await prepare(service, args, err)
+        return await _train(args, out, err, service)
+    finally:
+        await service.aclose()
+
+
+async def _train(args: argparse.Namespace, out: TextIO, err: TextIO, service: Service) -> int:
     x, y = read_dataset(Path(args.data))
     try:
         program = Program.load(
