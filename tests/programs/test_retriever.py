@@ -184,3 +184,9 @@ def test_configuration_errors(kb: kag.KnowledgeBase) -> None:
             KnowledgeRetriever(knowledge_base=kb, language_model=ScriptedLM([]), **bad)
     with pytest.raises(ConfigError):
         KnowledgeRetriever(knowledge_base="memory://", language_model=ScriptedLM([]))  # type: ignore[arg-type]
+
+
+def test_a_schema_without_relation_models_is_refused_when_built() -> None:
+    kb = kag.KnowledgeBase("memory://", entity_models=[Country, City], relation_models=[])
+    with pytest.raises(ConfigError, match="declares no relation models: add at least one Relation model"):
+        KnowledgeRetriever(knowledge_base=kb, language_model=ScriptedLM([]))
