@@ -13,7 +13,8 @@ from pydantic import BaseModel
 from kag.datamodels.base import DataModel
 from kag.errors import ConfigError, SchemaError
 from kag.lm.base import LanguageModel, Message
-from kag.programs.grounding import fact_names, grounded_schema, name_fields
+from kag.lm.guards import grounded_schema
+from kag.programs.grounding import fact_names, name_fields
 from kag.programs.module import (
     Module,
     as_list,
@@ -281,7 +282,7 @@ class Generator(Module):
         target: dict[str, Any] | type[BaseModel] = self.schema if self.schema is not None else self.data_model
         allowed = fact_names(items) if self.grounded and self._name_fields else None
         if allowed is not None:
-            target = grounded_schema(self.data_model.model_json_schema(), self._name_fields, allowed)
+            target = grounded_schema(self.data_model.model_json_schema(), allowed, fields=self._name_fields)
         raw = await self.language_model.generate(messages, target, schema_name=schema_name_for(self.data_model))
         if allowed is not None:  # a name given twice is given once
             raw = {**raw, **{f: list(dict.fromkeys(raw[f])) for f in self._name_fields if isinstance(raw.get(f), list)}}

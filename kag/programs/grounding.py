@@ -1,8 +1,9 @@
 """Answers grounded by construction: the names an answer may give are the names it was shown.
 
 A ``Generator`` that answers from retrieved facts gets, per call, a copy of its output
-schema in which every list-of-names field (``list[str]``) may only hold the names of the
-entities in those facts: a dynamic enum, like the labels of a triplet search. A model
+schema (:func:`kag.lm.guards.grounded_schema`) in which every list-of-names field
+(``list[str]``) may only hold the names this module finds in those facts: a dynamic enum,
+like the labels of a triplet search. A model
 sampling under that schema (a grammar) cannot name an entity it did not retrieve, and any
 other model's answer that does is refused and repaired. With no facts the list must stay
 empty: the answer is "not found", never a guess.
@@ -10,14 +11,13 @@ empty: the answer is "not found", never a guess.
 
 from __future__ import annotations
 
-import copy
 import typing
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["fact_names", "grounded_schema", "name_fields"]
+__all__ = ["fact_names", "name_fields"]
 
 
 def name_fields(model: type[BaseModel]) -> list[str]:
@@ -61,25 +61,3 @@ def fact_names(inputs: Iterable[Any]) -> list[str] | None:
                 if name is not None:
                     names.setdefault(name, None)
     return list(names) if seen_facts else None
-
-
-def grounded_schema(schema: Mapping[str, Any], fields: Sequence[str], allowed: Sequence[str]) -> dict[str, Any]:
-    """A copy of the object ``schema`` whose ``fields`` (arrays of strings) may only hold ``allowed`` names.
-
-    Each such field becomes ``{"type": "array", "items": {"enum": allowed}, "maxItems": len(allowed)}``;
-    with nothing allowed, ``maxItems: 0``.
-    """
-    grounded = copy.deepcopy(dict(schema))
-    properties = grounded.get("properties") or {}
-    unique = list(dict.fromkeys(allowed))
-    for name in fields:
-        prop = properties.get(name)
-        if not isinstance(prop, dict):
-            continue
-        kept = {k: v for k, v in prop.items() if k in ("title", "description")}
-        if unique:
-            kept.update({"type": "array", "items": {"type": "string", "enum": unique}, "maxItems": len(unique)})
-        else:
-            kept.update({"type": "array", "items": {"type": "string"}, "maxItems": 0})
-        properties[name] = kept
-    return grounded

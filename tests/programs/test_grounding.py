@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 import kag
 from kag.errors import GenerationError, JSONSchemaValidationError
 from kag.lm import ScriptedLM
+from kag.lm.guards import grounded_schema
 from kag.lm.jsonschema_check import validate_json_schema
-from kag.programs.grounding import fact_names, grounded_schema, name_fields
+from kag.programs.grounding import fact_names, name_fields
 
 
 class Answer(kag.DataModel):
@@ -60,7 +61,7 @@ names = st.text(alphabet="abcdefgXYZ ", min_size=1, max_size=8)
 @settings(max_examples=200, deadline=None)
 @given(allowed=st.lists(names, max_size=6), answer=st.lists(names, max_size=6))
 def test_no_answer_valid_under_the_grounded_schema_names_an_unseen_entity(allowed, answer) -> None:
-    schema = grounded_schema(Answer.model_json_schema(), ["entities"], allowed)
+    schema = grounded_schema(Answer.model_json_schema(), allowed, fields=["entities"])
     candidate = {"answer": "x", "entities": answer, "number": None}
     try:
         validate_json_schema(candidate, schema)
