@@ -141,3 +141,10 @@ def test_labels_kag_uses_itself_are_refused(label: str) -> None:
 def test_the_namespace_property_is_a_reserved_field() -> None:
     with pytest.raises(SchemaError, match="reserved"):
         type("Model", (kag.Entity,), {"__annotations__": {"label": Literal["Tenanted"], "kag_ns": str}})
+
+
+def test_a_document_takes_its_text_positionally_or_by_name() -> None:
+    given = kag.Document("Receipts are due in 30 days.", source="policy.md")
+    assert given == kag.Document(text="Receipts are due in 30 days.", source="policy.md")
+    with pytest.raises(InvalidInputError, match="text once"):
+        kag.Document("a", text="b")

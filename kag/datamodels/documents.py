@@ -113,7 +113,8 @@ class Document(_PassageModel):
     ``text`` is always extracted plain text (HTML tags stripped, PDF text
     extracted); ``mime_type`` (also accepted and readable as ``media_type``)
     records the type of the original content. ``source`` defaults to
-    ``"inline"``; ``id`` defaults to ``document_id(source, text)``.
+    ``"inline"``; ``id`` defaults to ``document_id(source, text)``. The text may be given
+    positionally: ``Document("Receipts are due in 30 days.", source="policy.md")``.
     """
 
     id: str = ""
@@ -124,8 +125,10 @@ class Document(_PassageModel):
 
     def __init__(
         self,
+        positional_text: str | None = None,
+        /,
         *,
-        text: str,
+        text: str | None = None,
         source: str = "inline",
         metadata: dict[str, Any] | None = None,
         id: str = "",
@@ -136,6 +139,10 @@ class Document(_PassageModel):
         # explicit so that type checkers accept media_type=; unknown keys still fail validation (extra="forbid")
         if mime_type is not None and media_type is not None and mime_type != media_type:
             raise InvalidInputError("give mime_type= or media_type= (the same field), not two different values.")
+        # Document("...", source=...) as well as Document(text="...", source=...)
+        if positional_text is not None and text is not None:
+            raise InvalidInputError("give the document's text once: Document('...') or Document(text='...').")
+        text = positional_text if positional_text is not None else text
         kind = mime_type if mime_type is not None else media_type
         data: dict[str, Any] = {"id": id, "text": text, "source": source, "metadata": metadata, **extra}
         if kind is not None:

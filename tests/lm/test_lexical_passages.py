@@ -9,12 +9,12 @@ from kag.lm.lexical.passages import answer_from_passages, read_results
 
 
 def policies() -> kag.Knowledge:
-    # issue 33 writes Document("...", source=...); Document takes its text as a keyword
+    # written as a user writes it: the text positionally
     return kag.create_knowledge(
         "memory",
         sources=[
-            Document(text="Expense receipts must be submitted within 30 days.", source="expense-policy.md"),
-            Document(text="The office opens at 9 and closes at 6 on weekdays.", source="handbook.md"),
+            Document("Expense receipts must be submitted within 30 days.", source="expense-policy.md"),
+            Document("The office opens at 9 and closes at 6 on weekdays.", source="handbook.md"),
             Document(text="Travel must be booked through the company portal.", source="travel.md"),
         ],
     )
