@@ -400,7 +400,8 @@ class LlamaCppLM(BaseLanguageModel):
     # -- generation --------------------------------------------------------------------------
     def _grammar_text(self, json_schema: dict[str, Any]) -> tuple[str, str]:
         """``(cache key, GBNF text)`` of a schema, converted once per schema."""
-        key = json.dumps(json_schema, sort_keys=True)
+        # the bounds are part of the grammar: a model whose bounds change gets a new one
+        key = json.dumps([json_schema, self.max_items, self.max_string_length], sort_keys=True)
         text = self._grammars.get(key)
         if text is None:
             sent = bound_schema(json_schema, self.max_items) if self.max_items is not None else json_schema

@@ -19,9 +19,10 @@ import pytest
 
 from kag.datamodels.base import DataModel, Field
 from kag.datamodels.schema import GraphSchema
-from kag.errors import ConfigError, InvalidInputError
+from kag.errors import ConfigError, GenerationError, InvalidInputError
 from kag.examples.world import ENTITY_MODELS, RELATION_MODELS, load_world, world_data, world_knowledge_base
 from kag.lm.base import LanguageModel
+from kag.lm.guards import grounded_schema
 from kag.lm.jsonschema_check import fill_defaults, validate_json_schema
 from kag.lm.llamacpp import LOCAL, LlamaCppLM, schema_grammar
 from kag.lm.packaged import PACKAGED_MODEL, PackagedModel, packaged_model_path
@@ -286,3 +287,156 @@ async def test_program_input_retriever_generator_runs_on_the_local_model(lm: Lla
         assert result.cypher and "MATCH" in result.cypher
         assert isinstance(result.answer, str) and result.answer.strip()
         assert lm.usage["calls"] == before + 2  # one search, one answer: both valid first try
+
+
+# -- kag's decoder: prefix reuse, grammar cache, repetition guard, demos that fit ------------------
+
+DEMOS = [
+    (
+        {"query": "What is the capital of Spain?"},
+        {
+            "subject_label": "City",
+            "subject_similarity_search": "*",
+            "relation_label": "IsCapitalOf",
+            "object_label": "Country",
+            "object_similarity_search": "Spain",
+            "negated": False,
+            "bidirectional": False,
+            "count": False,
+        },
+    ),
+    (
+        {"query": "Which country is Osaka in?"},
+        {
+            "subject_label": "City",
+            "subject_similarity_search": "Osaka",
+            "relation_label": "IsCityOf",
+            "object_label": "Country",
+            "object_similarity_search": "*",
+            "negated": False,
+            "bidirectional": False,
+            "count": False,
+        },
+    ),
+    (
+        {"query": "Which continent is Chile in?"},
+        {
+            "subject_label": "Country",
+            "subject_similarity_search": "Chile",
+            "relation_label": "IsInContinent",
+            "object_label": "Continent",
+            "object_similarity_search": "*",
+            "negated": False,
+            "bidirectional": False,
+            "count": False,
+        },
+    ),
+    (
+        {"query": "How many cities are in Peru?"},
+        {
+            "subject_label": "City",
+            "subject_similarity_search": "*",
+            "relation_label": "IsCityOf",
+            "object_label": "Country",
+            "object_similarity_search": "Peru",
+            "negated": False,
+            "bidirectional": False,
+            "count": True,
+        },
+    ),
+]
+
+
+class Cities(DataModel):
+    """A list of cities."""
+
+    cities: list[str] = Field(description="City names")
+
+
+LOOPING_LIST = [{"role": "user", "content": "List the cities of France. Paris, Paris, Paris, Paris, Paris, Paris."}]
+
+
+@pytest.fixture(scope="module")
+def demo_messages() -> Any:
+    """The messages of a KnowledgeRetriever with four worked examples (user/assistant pairs)."""
+    from kag.lm.scripted import ScriptedLM
+
+    retriever = KnowledgeRetriever(
+        knowledge_base=world_knowledge_base("memory://"), language_model=ScriptedLM([]), examples=DEMOS
+    )
+    return retriever.messages
+
+
+async def test_grammar_is_built_once_and_a_shared_prompt_prefix_is_evaluated_once(
+    lm: LlamaCppLM, demo_messages: Any
+) -> None:
+    schema = typed_triplet_search_schema(SCHEMA)
+    await lm.generate([{"role": "user", "content": "Name a city."}], Answer)
+    await lm.generate(demo_messages(Query(query="What is the capital of Kenya?")), schema)
+    builds, parsed = lm.usage["grammar_builds"], len(lm._samplers)
+    # another prompt in between replaces the live KV cache; the saved prefix state brings it back
+    await lm.generate([{"role": "user", "content": "Name a country."}], Answer)
+    await lm.generate(demo_messages(Query(query="Which continent is Japan in?")), schema)
+    timings = lm.last_timings
+    prompt = timings["prompt_tokens_evaluated"] + timings["prompt_tokens_reused"]
+    assert prompt > 400  # system message, schema and four demos
+    assert timings["prompt_tokens_evaluated"] < 40 and timings["prompt_tokens_reused"] > 0.9 * prompt
+    assert lm.usage["grammar_builds"] == builds and len(lm._samplers) == parsed  # both grammars came from the cache
+
+
+async def test_kag_decoding_picks_the_tokens_llama_cpp_python_picks(lm: LlamaCppLM) -> None:
+    # the fast grammar check (favourite token first) and the prefix cache change the speed, not the answer
+    reference = LlamaCppLM(
+        LOCAL, max_repairs=0, max_tokens=256, max_string_length=48, max_items=6, decoding="llama-cpp"
+    )
+    question = "Facts: (Paris)-[IsCapitalOf]->(France), (Lyon)-[IsCityOf]->(France). Which cities are in France?"
+    messages = [{"role": "user", "content": question}]
+    try:
+        assert await lm.generate(messages, Answer) == await reference.generate(messages, Answer)
+        expected = await reference.generate(messages, Cities)
+        lm.repetition_guard, lm.max_items = False, 6
+        try:
+            assert await lm.generate(messages, Cities) == expected
+            lm.repetition_guard = True  # with the guard the same list stops before its first repeated item
+            names = expected["cities"]
+            repeat = next((i for i, c in enumerate(names) if c in names[:i]), None)
+            assert (await lm.generate(messages, Cities))["cities"] == names[:repeat]
+        finally:
+            lm.repetition_guard, lm.max_items = True, 16
+    finally:
+        await reference.aclose()
+
+
+async def test_repetition_guard_cuts_a_looping_list_at_its_first_repeat(lm: LlamaCppLM) -> None:
+    unguarded = LlamaCppLM(LOCAL, max_repairs=0, max_tokens=64, max_items=None, repetition_guard=False)
+    try:
+        with pytest.raises(GenerationError, match="token limit"):  # the model loops until the limit...
+            await unguarded.generate(LOOPING_LIST, Cities)
+    finally:
+        await unguarded.aclose()
+    out = await lm.generate(LOOPING_LIST, Cities)  # ...and the guard ends the list instead
+    assert out["cities"] and len(out["cities"]) == len(set(out["cities"]))
+    assert lm.last_timings["repetition_cuts"] >= 1 and lm.last_usage["completion_tokens"] < 40
+
+
+async def test_demos_that_do_not_fit_the_window_are_dropped_oldest_first(
+    demo_messages: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    small = LlamaCppLM(LOCAL, n_ctx=512, max_tokens=48, max_repairs=0)
+    messages = demo_messages(Query(query="What is the capital of Chile?"))
+    try:
+        with caplog.at_level("WARNING", logger="kag.lm.llamacpp"):
+            fitted = await small._fit_messages(messages)  # what generate sends: counted, not generated
+        assert "oldest worked example" in caplog.text
+        assert fitted[0] == messages[0] and fitted[-1] == messages[-1] and len(fitted) < len(messages)
+        assert fitted[1:-1] == messages[len(messages) - len(fitted) + 1 : -1]  # the newest demos stay
+        assert len(small._prompt_tokens(small._llama, fitted)) + 48 <= 512
+    finally:
+        await small.aclose()
+
+
+def test_grammar_strings_exclude_raw_control_characters_and_grounded_names() -> None:
+    grammar = schema_grammar(Cities.model_json_schema())
+    assert "\\x00-\\x1F" in grammar  # a raw newline inside a JSON string is invalid JSON
+    grounded = schema_grammar(grounded_schema(Cities.model_json_schema(), ["Paris", "Lyon"]))
+    assert '"\\"Paris\\""' in grounded and '"\\"Lyon\\""' in grounded and "char" not in grounded
