@@ -560,6 +560,8 @@ class LlamaCppLM(BaseLanguageModel):
         sampler = _GrammarSampler(C, pristine, llama.n_vocab())
         try:
             return self._sample_loop(llama, C, sampler, prompt, timings)
+        except RuntimeError as exc:  # llama_decode failed (e.g. the context filled up during a cut)
+            raise LanguageModelError(f"{self.name} failed while decoding: {exc}.") from exc
         finally:
             sampler.close()
 
