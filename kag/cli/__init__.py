@@ -212,7 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=_checked(int, lambda n: n >= 1, "a positive int", "expected a positive int"),
         default=None,
         metavar="N",
-        help="read at most N relationships to find endpoint labels (default: all)",
+        help="read at most N relationships of each type to find endpoint labels (default: all)",
     )
     schema.add_argument("--output", "-o", metavar="FILE", default=None, help="write the module to FILE")
 

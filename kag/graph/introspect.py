@@ -6,7 +6,7 @@
 
 Labels, relationship types and property types come from ``db.schema.nodeTypeProperties()``
 and ``db.schema.relTypeProperties()``; each relationship type's endpoint labels from the
-relationships themselves (all of them, or the first ``sample``). Every query runs behind the
+relationships themselves (all of them, or the first ``sample`` of each type). Every query runs behind the
 store's ``EXPLAIN`` read-only guard: introspection never writes.
 
 What kag cannot declare is left out and named in the source's header comment: labels and
@@ -28,6 +28,7 @@ from kag.datamodels.schema import GraphSchema
 from kag.errors import ConfigError
 from kag.graph.neo4j import Neo4jGraphStore
 from kag.graph.neo4j_anchor import STAMP
+from kag.query.cypher import quote
 
 # Neo4j property type names (as db.schema.*TypeProperties reports them) -> Python annotations
 _SCALARS = {
@@ -123,7 +124,8 @@ async def introspect(
 
     ``store_options`` (``username``, ``password``, ``database``, ``driver``...) open the store
     for a URI (settings not given come from ``NEO4J_*``); a URI-opened store is closed after.
-    ``sample`` bounds how many relationships are read to find endpoint labels (default: all).
+    ``sample`` bounds how many relationships of each type are read to find endpoint labels
+    (default: all).
     """
     if sample is not None and (isinstance(sample, bool) or not isinstance(sample, int) or sample < 1):
         raise ConfigError("sample must be a positive int (relationships read to find endpoint labels) or None.")
@@ -161,18 +163,41 @@ async def _describe(store: Neo4jGraphStore, sample: int | None) -> GraphDescript
         {},
         "reading relationship types",
     )
-    limit = "WITH a, r, b LIMIT $sample " if sample is not None else ""
-    ends = await store.read(
-        f"MATCH (a)-[r]->(b) {limit}RETURN DISTINCT labels(a) AS starts, type(r) AS type, labels(b) AS ends",
-        {"sample": sample} if sample is not None else {},
-        "reading relationship endpoints",
-    )
+    rel_rows = [r.data() for r in rels.records]
+    if sample is None:
+        ends = await store.read(
+            "MATCH (a)-[r]->(b) RETURN DISTINCT labels(a) AS starts, type(r) AS type, labels(b) AS ends",
+            {},
+            "reading relationship endpoints",
+        )
+        end_rows = [r.data() for r in ends.records]
+    else:
+        end_rows = await _sample_ends(store, rel_rows, sample)
     skipped: list[str] = []
     labels = _labels([r.data() for r in nodes.records], skipped)
-    relation_types = _relation_types(
-        [r.data() for r in rels.records], [r.data() for r in ends.records], {i.label for i in labels}, skipped
-    )
+    relation_types = _relation_types(rel_rows, end_rows, {i.label for i in labels}, skipped)
     return GraphDescription(labels, relation_types, tuple(dict.fromkeys(skipped)), store.uri)
+
+
+async def _sample_ends(store: Neo4jGraphStore, rel_rows: list[dict[str, Any]], sample: int) -> list[dict[str, Any]]:
+    """Endpoint labels from the first ``sample`` relationships *of each type*.
+
+    One bound over all relationships would let a large type crowd a rare one out of the sample
+    (and out of the models); a type that is not an identifier is skipped later anyway, so only
+    checked identifiers are quoted into the pattern.
+    """
+    rows: list[dict[str, Any]] = []
+    for rel_type in dict.fromkeys(_strip_type(rec["relType"]) for rec in rel_rows):
+        if not IDENTIFIER.fullmatch(rel_type):
+            continue
+        result = await store.read(
+            f"MATCH (a)-[r:{quote(rel_type)}]->(b) WITH a, b LIMIT $sample "
+            "RETURN DISTINCT labels(a) AS starts, labels(b) AS ends",
+            {"sample": sample},
+            "reading relationship endpoints",
+        )
+        rows.extend({**r.data(), "type": rel_type} for r in result.records)
+    return rows
 
 
 def _usable_label(label: str, skipped: list[str], what: str) -> bool:

@@ -279,3 +279,19 @@ def test_cli_schema_then_adopt(
     assert [s["reason"] for s in report["skipped"]] == ["it already has its own 'id' property"]
     assert main(["adopt", "--kb", "memory://", "--schema", "movie_models"]) == 2
     assert "Neo4j graph" in capsys.readouterr().err
+
+
+async def test_sample_bounds_each_type_so_a_large_type_cannot_crowd_out_a_rare_one(movies: dict[str, str]) -> None:
+    # 30 IX_RATED edges read before the single IX_DIRECTED one would fill a global sample of 5
+    await _run(
+        movies,
+        "MATCH (k:IxPerson {name: 'Keanu Reeves'}) UNWIND range(1, 30) AS i "
+        "CREATE (k)-[:IX_RATED {stars: i}]->(:IxMovie {title: 'Rated ' + toString(i)})",
+    )
+    description = await introspect(
+        movies["uri"], sample=5, username=movies["user"], password=movies["password"], database=movies["database"]
+    )
+    types = {r.type: r for r in description.relation_types}
+    assert {"IX_RATED", "IX_DIRECTED", "IX_ACTED_IN"} <= set(types)
+    assert types["IX_DIRECTED"].starts == ("IxPerson",)
+    assert types["IX_DIRECTED"].ends == ("IxMovie",)
