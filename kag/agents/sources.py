@@ -19,6 +19,7 @@ from kag.knowledge.tool import LabelledHit, RenderedContext, tool_name_for
 
 __all__ = ["NamedSource", "attach_sources", "relabel", "tool_name_for"]
 
+
 class NamedSource:
     """A source under another name (``knowledge={"name": source}``): searches go to ``source``."""
 

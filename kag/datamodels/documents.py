@@ -58,8 +58,7 @@ def check_json_like(value: Any, where: str = "metadata", _depth: int = 0) -> Any
         for k, v in value.items():
             if not isinstance(k, str):
                 raise InvalidInputError(
-                    f"{where} has a key {k!r} of type {type(k).__name__}; "
-                    "metadata keys must be str."
+                    f"{where} has a key {k!r} of type {type(k).__name__}; metadata keys must be str."
                 )
             out[k] = check_json_like(v, f"{where}.{k}", _depth + 1)
         return out

@@ -912,9 +912,7 @@ class Neo4jGraphStore:
 
     async def clear(self) -> None:
         """Delete every kag entity of this namespace and its relations (tests and re-ingests)."""
-        query = (
-            f"MATCH (n:{quote(ENTITY)} {NAMESPACE_MAP}) CALL (n) {{ DETACH DELETE n }} IN TRANSACTIONS OF 5000 ROWS"
-        )
+        query = f"MATCH (n:{quote(ENTITY)} {NAMESPACE_MAP}) CALL (n) {{ DETACH DELETE n }} IN TRANSACTIONS OF 5000 ROWS"
 
         async def call() -> None:
             # CALL ... IN TRANSACTIONS needs an auto-commit transaction

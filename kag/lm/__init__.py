@@ -72,17 +72,14 @@ def language_model_from_config(config: Mapping[str, Any]) -> LanguageModel:
             "construct it in code, e.g. ScriptedLM([...])."
         )
     else:
-        raise ConfigError(
-            f"Unknown language model type {kind!r} in config; use 'openai', 'ollama' or 'llama'."
-        )
+        raise ConfigError(f"Unknown language model type {kind!r} in config; use 'openai', 'ollama' or 'llama'.")
     for key, advice in _SECRETS.items():
         if key in params:
             raise ConfigError(f"A language model config must not contain {key!r}: {advice}.")
     unknown = sorted(set(params) - cls.CONFIG_KEYS)
     if unknown:
         raise ConfigError(
-            f"Unknown key(s) {unknown} for a {kind!r} language model config; "
-            f"allowed: {sorted(cls.CONFIG_KEYS)}."
+            f"Unknown key(s) {unknown} for a {kind!r} language model config; allowed: {sorted(cls.CONFIG_KEYS)}."
         )
     if "model" not in params:
         raise ConfigError(f"A {kind!r} language model config needs a 'model'.")

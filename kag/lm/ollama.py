@@ -68,12 +68,8 @@ class OllamaLM(BaseLanguageModel):
             raise ConfigError(f"temperature must be a number, got {temperature!r}.")
         if options is not None and not isinstance(options, Mapping):
             raise ConfigError(f"options must be a dict, got {type(options).__name__}.")
-        if keep_alive is not None and (
-            isinstance(keep_alive, bool) or not isinstance(keep_alive, str | int | float)
-        ):
-            raise ConfigError(
-                f"keep_alive must be a duration string or seconds, got {keep_alive!r}."
-            )
+        if keep_alive is not None and (isinstance(keep_alive, bool) or not isinstance(keep_alive, str | int | float)):
+            raise ConfigError(f"keep_alive must be a duration string or seconds, got {keep_alive!r}.")
         self.model = model
         self.base_url = check_base_url(base_url)
         self.temperature = float(temperature)
@@ -88,8 +84,7 @@ class OllamaLM(BaseLanguageModel):
             client=client,
             auth_hint="Check the credentials expected by the proxy in front of Ollama",
             not_found_hint=(
-                f"Check base_url ({safe_url(self.base_url)}) and that the model is pulled "
-                f"(`ollama pull {self.model}`)"
+                f"Check base_url ({safe_url(self.base_url)}) and that the model is pulled (`ollama pull {self.model}`)"
             ),
         )
 
@@ -120,9 +115,7 @@ class OllamaLM(BaseLanguageModel):
         """Close the HTTP client this object created (an injected one is left open)."""
         await self._http.aclose()
 
-    async def _complete(
-        self, messages: list[Message], json_schema: dict[str, Any], schema_name: str
-    ) -> str:
+    async def _complete(self, messages: list[Message], json_schema: dict[str, Any], schema_name: str) -> str:
         # Ollama takes the schema itself as `format`; it has no notion of a schema name.
         body: dict[str, Any] = {
             "model": self.model,

@@ -13,9 +13,7 @@ from kag.lm.base import BaseLanguageModel, Message
 
 __all__ = ["ScriptedCall", "ScriptedLM", "ScriptedResponse"]
 
-ScriptedResponse = (
-    dict[str, Any] | str | BaseException | Callable[[list[Message], dict[str, Any]], Any]
-)
+ScriptedResponse = dict[str, Any] | str | BaseException | Callable[[list[Message], dict[str, Any]], Any]
 
 
 class ScriptedCall(TypedDict):
@@ -46,9 +44,7 @@ class ScriptedLM(BaseLanguageModel):
     ) -> None:
         super().__init__(max_repairs=max_repairs)
         if isinstance(responses, str | bytes | dict) or not isinstance(responses, Sequence):
-            raise ConfigError(
-                "responses must be a list of dicts, strings, callables or exceptions."
-            )
+            raise ConfigError("responses must be a list of dicts, strings, callables or exceptions.")
         self._name = name
         self._responses: deque[ScriptedResponse] = deque(responses)
         self._total = len(responses)
@@ -71,9 +67,7 @@ class ScriptedLM(BaseLanguageModel):
     def __repr__(self) -> str:
         return f"ScriptedLM(name={self._name!r}, remaining={self.remaining})"
 
-    async def _complete(
-        self, messages: list[Message], json_schema: dict[str, Any], schema_name: str
-    ) -> str:
+    async def _complete(self, messages: list[Message], json_schema: dict[str, Any], schema_name: str) -> str:
         # Deep copies: later mutation by the caller must not rewrite the record.
         self.calls.append(
             ScriptedCall(
@@ -97,6 +91,4 @@ class ScriptedLM(BaseLanguageModel):
             return json.dumps(response, ensure_ascii=False)
         if isinstance(response, str):
             return response
-        raise ConfigError(
-            f"ScriptedLM response must be a dict or str, got {type(response).__name__}."
-        )
+        raise ConfigError(f"ScriptedLM response must be a dict or str, got {type(response).__name__}.")

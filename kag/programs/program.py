@@ -184,8 +184,10 @@ class Program(Trainer, Module):
         """``{name: module}`` of the modules holding a variable, in call order (nested programs included)."""
         found: dict[str, Module] = {}
         for module in self.modules.values():
-            inner = module.trainable_modules() if isinstance(module, Program) else (
-                {module.name: module} if module.variable is not None else {}
+            inner = (
+                module.trainable_modules()
+                if isinstance(module, Program)
+                else ({module.name: module} if module.variable is not None else {})
             )
             for name, held in inner.items():
                 if name in found and found[name] is not held:

@@ -36,9 +36,7 @@ def mean(values: Iterable[float]) -> float:
     return sum(items) / len(items) if items else 0.0
 
 
-def mean_recall_at_k(
-    runs: Iterable[tuple[Sequence[Hashable], Collection[Hashable]]], k: int
-) -> float:
+def mean_recall_at_k(runs: Iterable[tuple[Sequence[Hashable], Collection[Hashable]]], k: int) -> float:
     """Mean of :func:`recall_at_k` over ``(ranked, relevant)`` pairs."""
     return mean(recall_at_k(ranked, relevant, k) for ranked, relevant in runs)
 
@@ -52,14 +50,11 @@ def format_table(rows: Mapping[str, Mapping[str, float]], *, digits: int = 3) ->
         columns.extend(c for c in metrics if c not in columns)
     first = max(4, *(len(name) for name in rows))
     widths = [max(len(c), digits + 2) for c in columns]
-    header = "mode".ljust(first) + "  " + "  ".join(
-        c.rjust(w) for c, w in zip(columns, widths, strict=True)
-    )
+    header = "mode".ljust(first) + "  " + "  ".join(c.rjust(w) for c, w in zip(columns, widths, strict=True))
     lines = [header, "-" * len(header)]
     for name, metrics in rows.items():
         cells = [
-            (f"{metrics[c]:.{digits}f}" if c in metrics else "-").rjust(w)
-            for c, w in zip(columns, widths, strict=True)
+            (f"{metrics[c]:.{digits}f}" if c in metrics else "-").rjust(w) for c, w in zip(columns, widths, strict=True)
         ]
         lines.append(name.ljust(first) + "  " + "  ".join(cells))
     return "\n".join(lines)

@@ -47,8 +47,17 @@ OnError = Literal["raise", "skip"]
 
 IGNORED_DIRS = frozenset(
     {
-        ".git", ".hg", ".svn", "__pycache__", ".venv", "venv", "node_modules",
-        ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox",
+        ".git",
+        ".hg",
+        ".svn",
+        "__pycache__",
+        ".venv",
+        "venv",
+        "node_modules",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".tox",
     }
 )
 TEXT_EXTENSIONS = {
@@ -85,6 +94,8 @@ def names_a_url(text: str) -> bool:
     """Whether a one-line source is meant as a URL (``scheme://...``), well-formed or not."""
     stripped = text.strip()
     return bool(_SCHEME.match(stripped)) and "\n" not in stripped
+
+
 _PATH_EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,10}$")
 _MD_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 _RST_UNDERLINE = re.compile(r"^([^\n]*\S[^\n]*)\n([=\-~^\"'`#*+])\2{2,}[ \t]*$", re.MULTILINE)
@@ -177,9 +188,38 @@ class _HTMLText(HTMLParser):
     _SKIP = frozenset({"script", "style", "noscript", "template", "svg", "head"})
     _BLOCK = frozenset(
         {
-            "p", "div", "br", "li", "ul", "ol", "tr", "table", "section", "article", "header",
-            "footer", "nav", "aside", "main", "blockquote", "pre", "h1", "h2", "h3", "h4", "h5",
-            "h6", "hr", "dt", "dd", "dl", "figure", "figcaption", "form", "address", "body",
+            "p",
+            "div",
+            "br",
+            "li",
+            "ul",
+            "ol",
+            "tr",
+            "table",
+            "section",
+            "article",
+            "header",
+            "footer",
+            "nav",
+            "aside",
+            "main",
+            "blockquote",
+            "pre",
+            "h1",
+            "h2",
+            "h3",
+            "h4",
+            "h5",
+            "h6",
+            "hr",
+            "dt",
+            "dd",
+            "dl",
+            "figure",
+            "figcaption",
+            "form",
+            "address",
+            "body",
         }
     )
 
@@ -242,9 +282,7 @@ def html_to_text(html: str) -> tuple[str, str | None]:
     raw = "".join(parser.parts)
     lines = [line.strip() for line in raw.split("\n")]
     text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
-    title = " ".join("".join(parser.title_parts).split()) or " ".join(
-        "".join(parser.h1_parts).split()
-    )
+    title = " ".join("".join(parser.title_parts).split()) or " ".join("".join(parser.h1_parts).split())
     return text, title or None
 
 
@@ -363,9 +401,7 @@ class AutoLoader:
         if not metadata:
             return result.documents
         return [
-            Document(
-                id=d.id, text=d.text, source=d.source, metadata={**d.metadata, **metadata}, mime_type=d.mime_type
-            )
+            Document(id=d.id, text=d.text, source=d.source, metadata={**d.metadata, **metadata}, mime_type=d.mime_type)
             for d in result.documents
         ]
 
@@ -398,8 +434,7 @@ class AutoLoader:
             files = await asyncio.to_thread(list_directory, directory)
             if not files:
                 error = LoaderError(
-                    f"{directory}: no loadable files (extensions "
-                    f"{', '.join(sorted(LOADABLE_EXTENSIONS))})."
+                    f"{directory}: no loadable files (extensions {', '.join(sorted(LOADABLE_EXTENSIONS))})."
                 )
                 if fail_fast:
                     raise error
@@ -451,17 +486,14 @@ class AutoLoader:
             items = list(sources)
         except TypeError as exc:
             raise InvalidInputError(
-                f"cannot load a {type(sources).__name__}; pass a path, URL, text, bytes, "
-                "Document or a list of those."
+                f"cannot load a {type(sources).__name__}; pass a path, URL, text, bytes, Document or a list of those."
             ) from exc
         for i, item in enumerate(items):
             if not isinstance(item, Document | str | bytes | bytearray | os.PathLike):
                 raise InvalidInputError(
-                    f"source #{i} is a {type(item).__name__}; expected a path, URL, text, "
-                    "bytes or Document."
+                    f"source #{i} is a {type(item).__name__}; expected a path, URL, text, bytes or Document."
                 )
-        return [Path(s) if isinstance(s, os.PathLike) and not isinstance(s, Path) else s
-                for s in items]
+        return [Path(s) if isinstance(s, os.PathLike) and not isinstance(s, Path) else s for s in items]
 
     async def _load_one(self, source: Source) -> list[Document]:
         if isinstance(source, Document):
@@ -493,8 +525,7 @@ class AutoLoader:
             return [self._inline(source)]
         if "/" in stripped or "\\" in stripped or _PATH_EXTENSION.search(stripped):
             raise LoaderError(
-                f"file not found: {source!r} (it looks like a path; to load it as text, "
-                "pass Document.from_text(...))."
+                f"file not found: {source!r} (it looks like a path; to load it as text, pass Document.from_text(...))."
             )
         return [self._inline(source)]
 
@@ -507,9 +538,7 @@ class AutoLoader:
 
     def _from_bytes(self, data: bytes) -> Document:
         if len(data) > self.max_bytes:
-            raise LoaderError(
-                f"bytes source is too large: {len(data)} > max_bytes={self.max_bytes}."
-            )
+            raise LoaderError(f"bytes source is too large: {len(data)} > max_bytes={self.max_bytes}.")
         text = decode_bytes(data, "bytes source", fallback_encodings=self.fallback_encodings)
         if not text.strip():
             raise LoaderError("bytes source is empty.")
@@ -579,9 +608,7 @@ class AutoLoader:
         if final != url:
             base["requested_url"] = url
         mime = result.content_type
-        if mime == "application/pdf" or (
-            mime == "application/octet-stream" and result.content.startswith(b"%PDF-")
-        ):
+        if mime == "application/pdf" or (mime == "application/octet-stream" and result.content.startswith(b"%PDF-")):
             return pdf_documents(result.content, final, base)
         text = decode_bytes(
             result.content,
@@ -591,9 +618,7 @@ class AutoLoader:
         )
         title: str | None = None
         if mime in ("text/html", "application/xhtml+xml") or (
-            mime == "application/octet-stream" and text.lstrip()[:15].lower().startswith(
-                ("<!doctype html", "<html")
-            )
+            mime == "application/octet-stream" and text.lstrip()[:15].lower().startswith(("<!doctype html", "<html"))
         ):
             text, title = html_to_text(text)
             mime = "text/html"
@@ -664,8 +689,7 @@ def pdf_documents(data: bytes, source: str, base: dict[str, Any]) -> list[Docume
         import pypdf  # optional dependency, imported only when a PDF shows up
     except ImportError as exc:
         raise LoaderError(
-            f"{source}: reading PDFs needs the optional pypdf package; "
-            "install it with `pip install kag[pdf]`."
+            f"{source}: reading PDFs needs the optional pypdf package; install it with `pip install kag[pdf]`."
         ) from exc
     try:
         reader = pypdf.PdfReader(io.BytesIO(data), strict=False)
@@ -691,11 +715,7 @@ def pdf_documents(data: bytes, source: str, base: dict[str, Any]) -> list[Docume
             "page": number,
             "page_count": len(pages),
         }
-        docs.append(
-            Document(text=text, source=page_source, metadata=meta, mime_type="application/pdf")
-        )
+        docs.append(Document(text=text, source=page_source, metadata=meta, mime_type="application/pdf"))
     if not docs:
-        raise LoaderError(
-            f"{source}: the PDF has no extractable text (scanned images need OCR first)."
-        )
+        raise LoaderError(f"{source}: the PDF has no extractable text (scanned images need OCR first).")
     return docs

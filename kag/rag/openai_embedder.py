@@ -99,15 +99,11 @@ class OpenAIEmbedder:
         if dimensions is not None and (
             not isinstance(dimensions, int) or isinstance(dimensions, bool) or dimensions < 1
         ):
-            raise ConfigError(
-                f"OpenAIEmbedder dimensions must be a positive int, got {dimensions!r}."
-            )
+            raise ConfigError(f"OpenAIEmbedder dimensions must be a positive int, got {dimensions!r}.")
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ConfigError("OpenAIEmbedder batch_size must be an int >= 1.")
         if timeout <= 0 or max_retries < 0 or backoff_base < 0:
-            raise ConfigError(
-                "OpenAIEmbedder needs timeout > 0, max_retries >= 0 and backoff_base >= 0."
-            )
+            raise ConfigError("OpenAIEmbedder needs timeout > 0, max_retries >= 0 and backoff_base >= 0.")
         try:
             parsed = httpx.URL(base_url)
         except (httpx.InvalidURL, TypeError) as exc:
@@ -117,8 +113,7 @@ class OpenAIEmbedder:
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         if not key and parsed.host == "api.openai.com" and self._sdk is None:
             raise ConfigError(
-                "OpenAIEmbedder needs an API key for api.openai.com: pass api_key=... or set "
-                "OPENAI_API_KEY."
+                "OpenAIEmbedder needs an API key for api.openai.com: pass api_key=... or set OPENAI_API_KEY."
             )
         self.model = model
         self.base_url = base_url.rstrip("/")
@@ -173,10 +168,7 @@ class OpenAIEmbedder:
         }
 
     def __repr__(self) -> str:
-        return (
-            f"OpenAIEmbedder(model={self.model!r}, base_url={self.base_url!r}, "
-            f"dimensions={self._dimensions!r})"
-        )
+        return f"OpenAIEmbedder(model={self.model!r}, base_url={self.base_url!r}, dimensions={self._dimensions!r})"
 
     async def ensure_dimensions(self) -> int:
         """Return ``dimensions``, embedding one probe text if they are still unknown."""
@@ -257,9 +249,7 @@ class OpenAIEmbedder:
         while True:
             retry_after: float | None = None
             try:
-                response = await client.post(
-                    url, json=payload, headers=self._headers(), timeout=self.timeout
-                )
+                response = await client.post(url, json=payload, headers=self._headers(), timeout=self.timeout)
             except httpx.TransportError as exc:
                 problem = f"transport error ({type(exc).__name__}: {exc})"
             else:
@@ -268,18 +258,13 @@ class OpenAIEmbedder:
                         return response.json()
                     except ValueError as exc:
                         raise EmbeddingError(
-                            f"{url} answered 200 with a body that is not JSON: "
-                            f"{response.text[:200]!r}"
+                            f"{url} answered 200 with a body that is not JSON: {response.text[:200]!r}"
                         ) from exc
                 snippet = response.text[:300]
                 problem = f"HTTP {response.status_code}: {snippet}"
                 if response.status_code not in _RETRY_STATUSES:
-                    hint = (
-                        " (check the API key)" if response.status_code in (401, 403) else ""
-                    )
-                    raise EmbeddingServiceError(
-                        f"embedding request to {url} failed with {problem}{hint}"
-                    )
+                    hint = " (check the API key)" if response.status_code in (401, 403) else ""
+                    raise EmbeddingServiceError(f"embedding request to {url} failed with {problem}{hint}")
                 retry_after = _retry_after(response.headers.get("retry-after"))
             if attempt >= self.max_retries:
                 raise EmbeddingServiceError(
@@ -307,12 +292,12 @@ class OpenAIEmbedder:
             if vectors[index] is not None:
                 raise EmbeddingError(f"{source}: index {index} appears twice in the response.")
             vector = item.get("embedding") if isinstance(item, dict) else None
-            if not isinstance(vector, list) or not vector or not all(
-                isinstance(v, int | float) and not isinstance(v, bool) for v in vector
+            if (
+                not isinstance(vector, list)
+                or not vector
+                or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in vector)
             ):
-                raise EmbeddingError(
-                    f"{source}: embedding #{index} is not a non-empty list of numbers."
-                )
+                raise EmbeddingError(f"{source}: embedding #{index} is not a non-empty list of numbers.")
             vectors[index] = vector
         width = len(vectors[0])
         if any(len(v) != width for v in vectors):

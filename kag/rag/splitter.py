@@ -46,16 +46,10 @@ class RecursiveCharacterSplitter:
     ) -> None:
         if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1:
             raise InvalidInputError(f"chunk_size must be a positive int, got {chunk_size!r}.")
-        if (
-            not isinstance(chunk_overlap, int)
-            or isinstance(chunk_overlap, bool)
-            or chunk_overlap < 0
-        ):
+        if not isinstance(chunk_overlap, int) or isinstance(chunk_overlap, bool) or chunk_overlap < 0:
             raise InvalidInputError(f"chunk_overlap must be an int >= 0, got {chunk_overlap!r}.")
         if chunk_overlap >= chunk_size:
-            raise InvalidInputError(
-                f"chunk_overlap ({chunk_overlap}) must be smaller than chunk_size ({chunk_size})."
-            )
+            raise InvalidInputError(f"chunk_overlap ({chunk_overlap}) must be smaller than chunk_size ({chunk_size}).")
         if isinstance(separators, str) or not all(isinstance(s, str) for s in separators):
             raise InvalidInputError("separators must be a sequence of strings.")
         self.chunk_size = chunk_size
@@ -99,9 +93,7 @@ class RecursiveCharacterSplitter:
         chunks: list[Chunk] = []
         for doc in documents:
             if not isinstance(doc, Document):
-                raise InvalidInputError(
-                    f"split_documents() takes Documents, got {type(doc).__name__}."
-                )
+                raise InvalidInputError(f"split_documents() takes Documents, got {type(doc).__name__}.")
             for index, (start, end) in enumerate(self.split_spans(doc.text)):
                 meta = {
                     **doc.metadata,
@@ -139,9 +131,7 @@ class RecursiveCharacterSplitter:
                 return self._split_on(text, start, end, sep, separators[i + 1 :])
         return self._windows(start, end)
 
-    def _split_on(
-        self, text: str, start: int, end: int, sep: str, rest: tuple[str, ...]
-    ) -> list[Span]:
+    def _split_on(self, text: str, start: int, end: int, sep: str, rest: tuple[str, ...]) -> list[Span]:
         # pieces keep their separator at the end, so they tile [start, end) exactly
         pieces: list[Span] = []
         pos = start
@@ -171,8 +161,7 @@ class RecursiveCharacterSplitter:
                 out.append((window[0][0], window[-1][1]))
                 # keep a tail of whole pieces as overlap, if the new piece still fits
                 while window and (
-                    window[-1][1] - window[0][0] > self.chunk_overlap
-                    or piece[1] - window[0][0] > self.chunk_size
+                    window[-1][1] - window[0][0] > self.chunk_overlap or piece[1] - window[0][0] > self.chunk_size
                 ):
                     window.popleft()
             window.append(piece)

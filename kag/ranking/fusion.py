@@ -93,8 +93,7 @@ def hybrid_scores(
                 )
         norm_kw = max_normalize(keyword)
         fused = {
-            doc_id: alpha * min(max(vector.get(doc_id, 0.0), 0.0), 1.0)
-            + (1 - alpha) * norm_kw.get(doc_id, 0.0)
+            doc_id: alpha * min(max(vector.get(doc_id, 0.0), 0.0), 1.0) + (1 - alpha) * norm_kw.get(doc_id, 0.0)
             for doc_id in ids
         }
     elif method == "rrf":
@@ -110,9 +109,7 @@ def hybrid_scores(
     return sort_results(fused)
 
 
-def score_threshold(
-    results: Sequence[tuple[str, float]], threshold: float | None
-) -> list[tuple[str, float]]:
+def score_threshold(results: Sequence[tuple[str, float]], threshold: float | None) -> list[tuple[str, float]]:
     """Keep results with ``score >= threshold`` (``None`` keeps everything), order kept."""
     if threshold is None:
         return list(results)
@@ -154,15 +151,11 @@ def mmr(
     if candidate_scores is not None:
         relevance = np.asarray(candidate_scores, dtype=np.float64)
         if relevance.shape != (n,) or not np.isfinite(relevance).all():
-            raise InvalidInputError(
-                f"candidate_scores must be {n} finite numbers, got shape {relevance.shape}."
-            )
+            raise InvalidInputError(f"candidate_scores must be {n} finite numbers, got shape {relevance.shape}.")
     elif query_vec is not None:
         q = np.asarray(query_vec, dtype=np.float64).reshape(-1)
         if q.shape != (vecs.shape[1],) or not np.isfinite(q).all():
-            raise InvalidInputError(
-                f"query_vec must have {vecs.shape[1]} finite values, got shape {q.shape}."
-            )
+            raise InvalidInputError(f"query_vec must have {vecs.shape[1]} finite values, got shape {q.shape}.")
         qn = np.linalg.norm(q)
         relevance = (1.0 + units @ (q / qn if qn > 0 else q)) / 2.0
     else:

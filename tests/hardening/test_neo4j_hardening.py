@@ -59,9 +59,7 @@ async def graph_totals(store: Neo4jGraphStore) -> tuple[int, int, list[str], lis
     labels = await store.run(
         "MATCH (n) UNWIND labels(n) AS l RETURN collect(DISTINCT l) AS ls", {}, write=False, what="labels"
     )
-    types = await store.run(
-        "MATCH ()-[r]->() RETURN collect(DISTINCT type(r)) AS ts", {}, write=False, what="types"
-    )
+    types = await store.run("MATCH ()-[r]->() RETURN collect(DISTINCT type(r)) AS ts", {}, write=False, what="types")
     return (
         int(nodes.records[0]["c"]),
         int(rels.records[0]["c"]),

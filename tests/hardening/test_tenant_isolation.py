@@ -41,8 +41,7 @@ SEED = "kag.examples.seed"
 TENANTS = ("alpha", "beta", "default")
 KEYS = {name: f"{name}-{secrets.token_urlsafe(24)}" for name in ("alpha", "beta", "read", "admin")}
 KEYS_TEXT = (
-    f"{KEYS['alpha']}:read,ingest@alpha\n{KEYS['beta']}:read,ingest@beta\n"
-    f"{KEYS['read']}:read\n{KEYS['admin']}:admin\n"
+    f"{KEYS['alpha']}:read,ingest@alpha\n{KEYS['beta']}:read,ingest@beta\n{KEYS['read']}:read\n{KEYS['admin']}:admin\n"
 )
 # per tenant: a city, a country and a passage code that no request ever names
 SECRETS = {

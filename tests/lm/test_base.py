@@ -139,9 +139,7 @@ async def test_validate_hook_marks_answers_invalid() -> None:
             raise SchemaError(f"{obj['name']!r} is not a country in the graph")
         return "ignored"
 
-    lm = ScriptedLM(
-        [{"label": "Country", "name": "Atlantis"}, {"label": "Country", "name": "France"}]
-    )
+    lm = ScriptedLM([{"label": "Country", "name": "Atlantis"}, {"label": "Country", "name": "France"}])
     out = await lm.generate(ASK, DICT_SCHEMA, validate=validate)
     assert out == {"label": "Country", "name": "France"}
     assert len(seen) == 2

@@ -83,9 +83,7 @@ async def test_retry_after_is_capped(server: LocalHTTPServer) -> None:
 
 async def test_non_retryable_5xx_fails_at_once(server: LocalHTTPServer) -> None:
     server.route("POST", "/x", lambda _: Reply(501, "not implemented"))
-    http = JSONHTTPClient(
-        provider="test", base_url=server.url, timeout=5, max_retries=3, backoff_base=0.001
-    )
+    http = JSONHTTPClient(provider="test", base_url=server.url, timeout=5, max_retries=3, backoff_base=0.001)
     with pytest.raises(LanguageModelError, match="HTTP 501: not implemented"):
         await http.post_json("x", {})
     await http.aclose()
@@ -94,9 +92,7 @@ async def test_non_retryable_5xx_fails_at_once(server: LocalHTTPServer) -> None:
 
 async def test_zero_retries_means_one_attempt(server: LocalHTTPServer) -> None:
     server.route("POST", "/x", lambda _: Reply(503))
-    http = JSONHTTPClient(
-        provider="test", base_url=server.url, timeout=5, max_retries=0, backoff_base=0.001
-    )
+    http = JSONHTTPClient(provider="test", base_url=server.url, timeout=5, max_retries=0, backoff_base=0.001)
     with pytest.raises(LanguageModelError, match=r"1 attempt\(s\)"):
         await http.post_json("x", {})
     await http.aclose()

@@ -205,9 +205,7 @@ class Atlas(pydantic.BaseModel):
     ),
     tags=st.dictionaries(st.text(max_size=5), st.booleans(), max_size=3),
 )
-def test_pydantic_dumps_satisfy_pydantic_schemas(
-    title: str, places: list[Place], tags: dict[str, bool]
-) -> None:
+def test_pydantic_dumps_satisfy_pydantic_schemas(title: str, places: list[Place], tags: dict[str, bool]) -> None:
     dumped = Atlas(title=title, places=places, tags=tags).model_dump(mode="json")
     assert check_json_schema(dumped, Atlas.model_json_schema()) == []
 

@@ -155,9 +155,7 @@ async def test_repair_loop_over_http(server: LocalHTTPServer, first: str, error_
 
 
 async def test_truncation_is_repaired(server: LocalHTTPServer) -> None:
-    server.queue(
-        "POST", PATH, [Reply.json(ollama_reply('{"label": "Ci', done_reason="length")), ok()]
-    )
+    server.queue("POST", PATH, [Reply.json(ollama_reply('{"label": "Ci', done_reason="length")), ok()])
     async with make_lm(server, options={"num_predict": 5}) as lm:
         assert await lm.generate(ASK, SCHEMA) == GOOD
     assert "done_reason 'length'" in server.requests[1].json()["messages"][-1]["content"]

@@ -36,9 +36,7 @@ class Answer(pydantic.BaseModel):
 GOOD = {"label": "City", "city": {"name": "Paris", "population": None}, "aliases": []}
 
 
-def chat_reply(
-    content: str | None, finish_reason: str = "stop", refusal: str | None = None
-) -> dict[str, Any]:
+def chat_reply(content: str | None, finish_reason: str = "stop", refusal: str | None = None) -> dict[str, Any]:
     return {
         "id": "chatcmpl-test",
         "object": "chat.completion",
@@ -151,9 +149,7 @@ async def test_no_authorization_header_without_key(server: LocalHTTPServer) -> N
     assert "authorization" not in server.requests[0].headers
 
 
-async def test_api_key_falls_back_to_environment(
-    server: LocalHTTPServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_api_key_falls_back_to_environment(server: LocalHTTPServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
     server.queue("POST", PATH, [ok()])
     async with make_lm(server, headers={"X-Trace": "1"}) as lm:
@@ -211,9 +207,7 @@ async def test_connection_refused() -> None:
     with socket.socket() as sock:  # a port that nothing listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    lm = OpenAICompatibleLM(
-        "m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=1, backoff_base=0.001
-    )
+    lm = OpenAICompatibleLM("m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=1, backoff_base=0.001)
     async with lm:
         with pytest.raises(LanguageModelError, match="Could not connect") as info:
             await lm.generate(ASK, Answer)
@@ -222,9 +216,7 @@ async def test_connection_refused() -> None:
 
 @pytest.mark.parametrize("status", [401, 403])
 async def test_auth_errors_mention_the_api_key(server: LocalHTTPServer, status: int) -> None:
-    server.route(
-        "POST", PATH, lambda _: Reply.json({"error": {"message": "Incorrect API key"}}, status)
-    )
+    server.route("POST", PATH, lambda _: Reply.json({"error": {"message": "Incorrect API key"}}, status))
     async with make_lm(server, api_key="sk-wrong") as lm:
         with pytest.raises(LanguageModelError) as info:
             await lm.generate(ASK, Answer)
@@ -269,9 +261,7 @@ async def test_long_error_bodies_are_truncated(server: LocalHTTPServer) -> None:
         (Reply.json({"choices": []}), r"no choices\[0\]\.message"),
     ],
 )
-async def test_malformed_success_responses(
-    server: LocalHTTPServer, reply: Reply, match: str
-) -> None:
+async def test_malformed_success_responses(server: LocalHTTPServer, reply: Reply, match: str) -> None:
     server.route("POST", PATH, lambda _: reply)
     async with make_lm(server) as lm:
         with pytest.raises(LanguageModelError, match=match):

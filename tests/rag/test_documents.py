@@ -23,8 +23,7 @@ def test_chunk_id_is_stable_and_depends_on_all_parts() -> None:
     base = chunk_id("doc_x", 0, "text")
     assert base == "chk_" + hashlib.sha256(b"doc_x\x000\x00text").hexdigest()[:24]
     assert base == chunk_id("doc_x", 0, "text")
-    assert len({base, chunk_id("doc_y", 0, "text"), chunk_id("doc_x", 1, "text"),
-                chunk_id("doc_x", 0, "texT")}) == 4
+    assert len({base, chunk_id("doc_y", 0, "text"), chunk_id("doc_x", 1, "text"), chunk_id("doc_x", 0, "texT")}) == 4
 
 
 def test_from_text_defaults() -> None:

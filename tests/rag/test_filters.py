@@ -89,8 +89,7 @@ CASES: list[tuple[dict[str, Any], bool]] = [
     ({"tags": ["rag", "graph"]}, False),
     ({"$or": [{"lang": "fr"}, {"year": 2021}]}, True),
     ({"$or": [{"lang": "fr"}, {"year": 1999}]}, False),
-    ({"$and": [{"lang": "en"}, {"$or": [{"draft": True}, {"tags": {"$contains": "graph"}}]}]},
-     True),
+    ({"$and": [{"lang": "en"}, {"$or": [{"draft": True}, {"tags": {"$contains": "graph"}}]}]}, True),
     ({"$and": [{"lang": "en"}], "year": {"$lt": 2000}}, False),
 ]
 
@@ -187,9 +186,7 @@ def test_flatten_metadata() -> None:
 
 def test_compile_cypher_shapes_and_params() -> None:
     params: dict[str, Any] = {"f0": "taken"}
-    text = compile_cypher(
-        {"lang": "en", "year": {"$gte": 2020}, "author.name": {"$exists": True}}, "c", params
-    )
+    text = compile_cypher({"lang": "en", "year": {"$gte": 2020}, "author.name": {"$exists": True}}, "c", params)
     assert text == (
         "((CASE WHEN `c`.`meta__lang` IS :: STRING NOT NULL THEN `c`.`meta__lang` = $f1 "
         "ELSE false END) AND (CASE WHEN (`c`.`meta__year` IS :: INTEGER NOT NULL OR "

@@ -72,11 +72,7 @@ def _filter(draw: st.DrawFn, depth: int = 0) -> dict[str, Any]:
         key = draw(st.sampled_from(["$and", "$or"]))
         return {key: draw(st.lists(_filter(depth + 1), min_size=1, max_size=2))}
     field = draw(st.sampled_from(["a", "b", "c", "a.x", "b.y", "zz"]))
-    op = draw(
-        st.sampled_from(
-            ["$eq", "$ne", "$in", "$nin", "$gt", "$gte", "$lt", "$lte", "$contains", "$exists"]
-        )
-    )
+    op = draw(st.sampled_from(["$eq", "$ne", "$in", "$nin", "$gt", "$gte", "$lt", "$lte", "$contains", "$exists"]))
     if op in ("$in", "$nin"):
         operand: Any = draw(st.lists(_scalars, max_size=3))
     elif op == "$exists":

@@ -113,9 +113,7 @@ async def test_directory_walk(loader: AutoLoader, tmp_path: Path) -> None:
     assert [d.id for d in await loader.load(str(tmp_path))] == [d.id for d in docs]
 
 
-async def test_bad_file_in_directory_does_not_hide_the_good_ones(
-    loader: AutoLoader, tmp_path: Path
-) -> None:
+async def test_bad_file_in_directory_does_not_hide_the_good_ones(loader: AutoLoader, tmp_path: Path) -> None:
     (tmp_path / "good.txt").write_text("good text", encoding="utf-8")
     (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.4 not really a pdf")
     (tmp_path / "binary.txt").write_bytes(b"\0\1\2\3" * 100)
@@ -219,9 +217,7 @@ async def test_html_file(loader: AutoLoader, tmp_path: Path) -> None:
 # ------------------------------------------------------------------ PDF
 
 
-async def test_pdf_one_document_per_page(
-    loader: AutoLoader, tmp_path: Path, pdf_bytes: PdfMaker
-) -> None:
+async def test_pdf_one_document_per_page(loader: AutoLoader, tmp_path: Path, pdf_bytes: PdfMaker) -> None:
     path = tmp_path / "report.pdf"
     path.write_bytes(pdf_bytes(["Page one text", "", "Page three text"], title="Report"))
     docs = await loader.load(path)
@@ -262,10 +258,14 @@ async def test_pdf_without_pypdf(
 
 
 async def test_url_html(server: LocalHTTPServer) -> None:
-    server.route("GET", "/article", lambda r: Reply(
-        body="<html><title>Article</title><body><p>Graph text.</p></body></html>",
-        headers={"Content-Type": "text/html; charset=utf-8"},
-    ))
+    server.route(
+        "GET",
+        "/article",
+        lambda r: Reply(
+            body="<html><title>Article</title><body><p>Graph text.</p></body></html>",
+            headers={"Content-Type": "text/html; charset=utf-8"},
+        ),
+    )
     loader = AutoLoader(allow_private_networks=True)
     [doc] = await loader.load(server.url + "/article")
     assert doc.text == "Graph text."
@@ -287,18 +287,18 @@ async def test_url_redirect_records_final_url(server: LocalHTTPServer) -> None:
 
 
 async def test_url_charset_is_honoured(server: LocalHTTPServer) -> None:
-    server.route("GET", "/latin", lambda r: Reply(
-        body="caf\u00e9".encode("latin-1"), headers={"Content-Type": "text/plain; charset=latin-1"}
-    ))
+    server.route(
+        "GET",
+        "/latin",
+        lambda r: Reply(body="caf\u00e9".encode("latin-1"), headers={"Content-Type": "text/plain; charset=latin-1"}),
+    )
     [doc] = await AutoLoader(allow_private_networks=True).load(server.url + "/latin")
     assert doc.text == "café"
 
 
 async def test_url_pdf(server: LocalHTTPServer, pdf_bytes: PdfMaker) -> None:
     body = pdf_bytes(["Remote page"])
-    server.route("GET", "/doc.pdf", lambda r: Reply(
-        body=body, headers={"Content-Type": "application/pdf"}
-    ))
+    server.route("GET", "/doc.pdf", lambda r: Reply(body=body, headers={"Content-Type": "application/pdf"}))
     [doc] = await AutoLoader(allow_private_networks=True).load(server.url + "/doc.pdf")
     assert doc.text == "Remote page"
     assert doc.metadata["page"] == 1

@@ -134,9 +134,11 @@ async def test_non_json_and_duplicate_index(server: LocalHTTPServer) -> None:
     server.route("POST", "/v1/embeddings", lambda r: Reply(body="<html>oops</html>"))
     with pytest.raises(EmbeddingError, match="not JSON"):
         await make(server, model="m", dimensions=2).embed(["x"])
-    server.route("POST", "/v1/embeddings", lambda r: {"data": [
-        {"index": 0, "embedding": [1.0, 0.0]}, {"index": 0, "embedding": [0.0, 1.0]}
-    ]})
+    server.route(
+        "POST",
+        "/v1/embeddings",
+        lambda r: {"data": [{"index": 0, "embedding": [1.0, 0.0]}, {"index": 0, "embedding": [0.0, 1.0]}]},
+    )
     with pytest.raises(EmbeddingError, match="twice"):
         await make(server, model="m", dimensions=2).embed(["x", "y"])
 

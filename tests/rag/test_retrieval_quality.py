@@ -51,10 +51,7 @@ FLOORS = {"vector": 0.78, "keyword": 0.82, "hybrid": 0.87, "rrf": 0.85}
 async def test_recall_at_5_on_python_topics(topics: dict[str, str]) -> None:
     assert all(rel <= topics.keys() for rel in QUESTIONS.values())  # keys exist
     splitter = RecursiveCharacterSplitter(chunk_size=800, chunk_overlap=100)
-    docs = [
-        Document.from_text(topics[key], source=f"pydoc:{key}", metadata={"topic": key})
-        for key in sorted(topics)
-    ]
+    docs = [Document.from_text(topics[key], source=f"pydoc:{key}", metadata={"topic": key}) for key in sorted(topics)]
     chunks = splitter.split_documents(docs)
     topic_of = {c.id: c.metadata["topic"] for c in chunks}
     ids = [c.id for c in chunks]
@@ -80,9 +77,7 @@ async def test_recall_at_5_on_python_topics(topics: dict[str, str]) -> None:
             recalls[mode].append(recall_at_k(labels, relevant, 5))
             mrr[mode].append(reciprocal_rank(labels, relevant))
 
-    table = {
-        m: {"recall@5": mean(recalls[m]), "mrr": mean(mrr[m])} for m in FLOORS
-    }
+    table = {m: {"recall@5": mean(recalls[m]), "mrr": mean(mrr[m])} for m in FLOORS}
     print(f"\n{len(chunks)} chunks, {len(QUESTIONS)} questions\n" + format_table(table))
     for mode, floor in FLOORS.items():
         assert table[mode]["recall@5"] >= floor, (mode, table[mode])

@@ -23,9 +23,7 @@ def test_prefers_paragraphs() -> None:
 def test_falls_back_to_sentences_then_words_then_characters() -> None:
     splitter = RecursiveCharacterSplitter(chunk_size=30, chunk_overlap=0)
     sentences = "One short sentence. Another short one. A third one here."
-    assert splitter.split_text(sentences) == [
-        "One short sentence.", "Another short one.", "A third one here."
-    ]
+    assert splitter.split_text(sentences) == ["One short sentence.", "Another short one.", "A third one here."]
     words = "alpha beta gamma delta epsilon zeta eta theta iota kappa"
     assert all(len(c) <= 30 and not c.startswith(" ") for c in splitter.split_text(words))
     assert " ".join(splitter.split_text(words)) == words
@@ -51,9 +49,7 @@ def test_empty_and_whitespace() -> None:
     assert splitter.split_text("  short  ") == ["short"]
 
 
-@pytest.mark.parametrize(
-    ("size", "overlap"), [(0, 0), (10, 10), (10, 11), (10, -1), (True, 0), (5.5, 1)]
-)
+@pytest.mark.parametrize(("size", "overlap"), [(0, 0), (10, 10), (10, 11), (10, -1), (True, 0), (5.5, 1)])
 def test_invalid_sizes(size: object, overlap: object) -> None:
     with pytest.raises(InvalidInputError):
         RecursiveCharacterSplitter(chunk_size=size, chunk_overlap=overlap)  # type: ignore[arg-type]

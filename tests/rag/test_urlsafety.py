@@ -106,14 +106,12 @@ async def test_unresolvable_host_is_a_loader_error() -> None:
 
 
 async def test_fetch_body_and_content_type(server: LocalHTTPServer) -> None:
-    server.route("GET", "/page", lambda r: Reply(
-        body="<h1>Hi</h1>", headers={"Content-Type": "text/html; charset=ISO-8859-1"}
-    ))
+    server.route(
+        "GET", "/page", lambda r: Reply(body="<h1>Hi</h1>", headers={"Content-Type": "text/html; charset=ISO-8859-1"})
+    )
     result = await fetch_url(server.url + "/page", allow_private_networks=True)
     assert result.content == b"<h1>Hi</h1>"
-    assert (result.content_type, result.charset, result.status_code) == (
-        "text/html", "ISO-8859-1", 200
-    )
+    assert (result.content_type, result.charset, result.status_code) == ("text/html", "ISO-8859-1", 200)
     assert server.requests[0].headers["host"] == f"127.0.0.1:{server.port}"
 
 
@@ -122,9 +120,7 @@ async def test_fetch_is_pinned_to_the_validated_address(server: LocalHTTPServer)
     # connects to the validated IP instead of resolving the name again
     server.route("GET", "/doc", lambda r: "pinned")
     resolver = RecordingResolver({"docs.test": ["127.0.0.1"]})
-    result = await fetch_url(
-        f"http://docs.test:{server.port}/doc", allowed_hosts={"docs.test"}, resolver=resolver
-    )
+    result = await fetch_url(f"http://docs.test:{server.port}/doc", allowed_hosts={"docs.test"}, resolver=resolver)
     assert result.content == b"pinned"
     assert server.requests[0].headers["host"] == f"docs.test:{server.port}"
 
@@ -142,9 +138,9 @@ async def test_relative_redirects_are_followed(server: LocalHTTPServer) -> None:
 async def test_redirect_to_metadata_address_is_refused_without_traffic(
     server: LocalHTTPServer,
 ) -> None:
-    server.route("GET", "/start", lambda r: Reply(
-        status=302, headers={"Location": "http://169.254.169.254/latest/meta-data/"}
-    ))
+    server.route(
+        "GET", "/start", lambda r: Reply(status=302, headers={"Location": "http://169.254.169.254/latest/meta-data/"})
+    )
     with pytest.raises(UnsafeURLError, match=r"169\.254\.169\.254"):
         # first hop allowed by name only; the redirect target gets the default checks
         await fetch_url(server.url + "/start", allowed_hosts={"127.0.0.1"})
@@ -154,12 +150,12 @@ async def test_redirect_to_metadata_address_is_refused_without_traffic(
 async def test_redirect_to_loopback_name_and_file_scheme_are_refused(
     server: LocalHTTPServer,
 ) -> None:
-    server.route("GET", "/to-localhost", lambda r: Reply(
-        status=302, headers={"Location": f"http://localhost:{server.port}/secret"}
-    ))
-    server.route("GET", "/to-file", lambda r: Reply(
-        status=302, headers={"Location": "file:///etc/passwd"}
-    ))
+    server.route(
+        "GET",
+        "/to-localhost",
+        lambda r: Reply(status=302, headers={"Location": f"http://localhost:{server.port}/secret"}),
+    )
+    server.route("GET", "/to-file", lambda r: Reply(status=302, headers={"Location": "file:///etc/passwd"}))
     server.route("GET", "/secret", lambda r: "secret")
     with pytest.raises(UnsafeURLError):
         await fetch_url(server.url + "/to-localhost", allowed_hosts={"127.0.0.1"})
@@ -190,17 +186,13 @@ async def test_declared_length_over_limit(streaming_server: StreamingServer) -> 
 
 async def test_streamed_body_stops_at_max_bytes(streaming_server: StreamingServer) -> None:
     with pytest.raises(LoaderError, match="max_bytes=100000"):
-        await fetch_url(
-            streaming_server.url + "/infinite", allow_private_networks=True, max_bytes=100_000
-        )
+        await fetch_url(streaming_server.url + "/infinite", allow_private_networks=True, max_bytes=100_000)
 
 
 async def test_decompressed_size_is_what_counts(streaming_server: StreamingServer) -> None:
     # ~20 kB of gzip that inflates to 20 MB: refused although the wire size is small
     with pytest.raises(LoaderError, match="too large"):
-        await fetch_url(
-            streaming_server.url + "/gzip-bomb", allow_private_networks=True, max_bytes=1_000_000
-        )
+        await fetch_url(streaming_server.url + "/gzip-bomb", allow_private_networks=True, max_bytes=1_000_000)
 
 
 async def test_total_timeout_bounds_slow_bodies(streaming_server: StreamingServer) -> None:
@@ -221,9 +213,7 @@ async def test_connection_refused_is_a_loader_error() -> None:
 async def test_idn_host_is_sent_in_ascii_form(server: LocalHTTPServer) -> None:
     server.route("GET", "/idn", lambda r: "ok")
     resolver = RecordingResolver({"xn--bcher-kva.test": ["127.0.0.1"]})
-    result = await fetch_url(
-        f"http://bücher.test:{server.port}/idn", allowed_hosts={"bücher.test"}, resolver=resolver
-    )
+    result = await fetch_url(f"http://bücher.test:{server.port}/idn", allowed_hosts={"bücher.test"}, resolver=resolver)
     assert result.content == b"ok"
     assert resolver.calls == ["xn--bcher-kva.test"]
     assert server.requests[0].headers["host"] == f"xn--bcher-kva.test:{server.port}"
