@@ -10,6 +10,8 @@ a city's name is its identity.
 from __future__ import annotations
 
 import json
+import random
+from collections.abc import Iterable
 from functools import lru_cache
 from importlib import resources
 from typing import Any, Literal
@@ -28,6 +30,7 @@ __all__ = [
     "load_world",
     "world_data",
     "world_knowledge_base",
+    "world_questions",
 ]
 
 
@@ -136,3 +139,57 @@ def world_knowledge_base(uri: str = "memory://", *, embedder: Embedder | None = 
     return KnowledgeBase(
         uri, entity_models=list(ENTITY_MODELS), relation_models=list(RELATION_MODELS), embedder=embedder
     )
+
+
+QUESTION_KINDS = ("capital", "cities", "count", "country", "continent", "population")
+
+
+def world_questions(
+    per_kind: int = 2, *, seed: int = 0, exclude: Iterable[str] = ()
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Labelled questions about the world graph, answers read from its data: ``(x, y)`` for ``fit``.
+
+    ``per_kind`` questions of each kind in :data:`QUESTION_KINDS` (a capital, the cities of a
+    country, how many cities, a city's country, its continent, its population), about entities
+    chosen by ``seed``; none names an entity in ``exclude`` (keep the questions you evaluate on
+    out of training). ``x`` are ``{"query": ...}``; ``y`` are ``{"entities": [...]}`` (names, or a
+    property value as text: the population) or ``{"number": n}`` ("how many"), the fields of an
+    answer model with ``entities`` and ``number`` such as :class:`kag.datasets.Answer`.
+    """
+    data = world_data()
+    banned = {name.casefold() for name in exclude}
+    rng = random.Random(seed)
+    by_iso = {row["iso"]: row for row in data["countries"]}
+    cities_of: dict[str, list[dict[str, Any]]] = {}
+    for row in data["cities"]:
+        cities_of.setdefault(row["country"], []).append(row)
+    countries = [
+        row
+        for row in data["countries"]
+        if row["name"].casefold() not in banned
+        and cities_of.get(row["iso"])
+        and not any(c["name"].casefold() in banned for c in cities_of[row["iso"]])
+    ]
+    cities = [row for row in data["cities"] if row["name"].casefold() not in banned and row["country"] in by_iso]
+    names = {c["name"] for c in data["cities"]}
+    with_capital = [row for row in countries if row.get("capital") in names]
+    x: list[dict[str, Any]] = []
+    y: list[dict[str, Any]] = []
+
+    def add(question: str, answer: dict[str, Any]) -> None:
+        x.append({"query": question})
+        y.append(answer)
+
+    for row in rng.sample(with_capital, per_kind):
+        add(f"What is the capital of {row['name']}?", {"entities": [row["capital"]]})
+    for row in rng.sample(countries, per_kind):
+        add(f"Which cities are in {row['name']}?", {"entities": [c["name"] for c in cities_of[row["iso"]]]})
+    for row in rng.sample(countries, per_kind):
+        add(f"How many cities are in {row['name']}?", {"number": len(cities_of[row["iso"]])})
+    for row in rng.sample(cities, per_kind):
+        add(f"Which country is {row['name']} in?", {"entities": [by_iso[row["country"]]["name"]]})
+    for row in rng.sample(cities, per_kind):
+        add(f"Which continent is {row['name']} in?", {"entities": [by_iso[row["country"]]["continent"]]})
+    for row in rng.sample(cities, per_kind):
+        add(f"What is the population of {row['name']}?", {"entities": [str(row["population"])]})
+    return x, y

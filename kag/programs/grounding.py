@@ -2,7 +2,7 @@
 
 A ``Generator`` that answers from retrieved facts gets, per call, a copy of its output
 schema (:func:`kag.lm.guards.grounded_schema`) in which every list-of-names field
-(``list[str]``) may only hold the names this module finds in those facts: a dynamic enum,
+(``list[str]``) may only hold the names (and property values) this module finds in those facts: a dynamic enum,
 like the labels of a triplet search. A model
 sampling under that schema (a grammar) cannot name an entity it did not retrieve, and any
 other model's answer that does is refused and repaired. With no facts the list must stay
@@ -38,8 +38,8 @@ def _entity_name(entity: Any) -> str | None:
 
 
 def fact_names(inputs: Iterable[Any]) -> list[str] | None:
-    """The entity names in the ``facts`` of ``inputs`` (models or dicts), in order, once each, and the
-    ``count`` of a counting search.
+    """The entity names in the ``facts`` of ``inputs`` (models or dicts), in order, once each, the
+    ``count`` of a counting search, and the property values the facts' entities hold.
 
     ``None`` when no input carries a ``facts`` field: the call does not answer from facts.
     """
@@ -60,4 +60,24 @@ def fact_names(inputs: Iterable[Any]) -> list[str] | None:
                 name = _entity_name(entity)
                 if name is not None:
                     names.setdefault(name, None)
+            for entity in entities:  # then the values the facts state ("What is the population of X?")
+                for value in _values(entity):
+                    names.setdefault(value, None)
     return list(names) if seen_facts else None
+
+
+_NOT_VALUES = frozenset({"name", "label", "id", "_id", "embedding", "sources"})
+
+
+def _values(entity: Any) -> list[str]:
+    """An entity's scalar property values as text (a number as the graph stores it)."""
+    if not isinstance(entity, Mapping):
+        return []
+    out = []
+    for key, value in entity.items():
+        if key in _NOT_VALUES or isinstance(value, bool) or not isinstance(value, str | int | float):
+            continue
+        text = str(value).strip()
+        if text and len(text) <= 64:
+            out.append(text)
+    return out

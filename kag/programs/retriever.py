@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -36,8 +37,8 @@ from kag.programs.prompts import (
     template_variables,
 )
 from kag.query.plan import MAX_HOPS, plan_triplet_search
-from kag.query.triplet import triplet_chain_schema, triplet_search_schema
-from kag.query.typed_search import typed_triplet_chain_schema, typed_triplet_search_schema
+from kag.query.triplet import TripletSearch, triplet_chain_schema, triplet_search_schema
+from kag.query.typed_search import EXTENDED_FIELDS, typed_triplet_chain_schema, typed_triplet_search_schema
 from kag.training.trace import forced_output, record
 from kag.training.variables import Demo, Variable
 from kag.validation import check_k, check_threshold
@@ -149,20 +150,8 @@ class KnowledgeRetriever(Module):
         self.use_inputs_schema = bool(use_inputs_schema)
         self.use_outputs_schema = bool(use_outputs_schema)
         self._template = compile_template(prompt_template if prompt_template is not None else DEFAULT_INPUT_TEMPLATE)
-        # a model that samples under a grammar gets the endpoint-typed schema: every search it can
-        # write is then plannable (HTTP models keep the plain one: OpenAI strict mode refuses a root union)
-        typed = bool(getattr(language_model, "constrained_decoding", False))
-        # a constrained model gets the extended language (conditions, ordering) only when it says so
-        full = bool(getattr(language_model, "full_search_language", False))
-        if max_hops > 1:
-            if typed:
-                self.search_schema = typed_triplet_chain_schema(self.graph_schema, max_hops, full=full)
-            else:
-                self.search_schema = triplet_chain_schema(self.graph_schema, max_hops)
-        elif typed:
-            self.search_schema = typed_triplet_search_schema(self.graph_schema, full=full)
-        else:
-            self.search_schema = triplet_search_schema(self.graph_schema)
+        self._schemas: dict[tuple[bool, bool], dict[str, Any]] = {}
+        _ = self.search_schema  # built now: a schema that cannot be built fails here, not at the first call
         demos: list[Demo] = []
         for i, pair in enumerate(examples or ()):
             if not isinstance(pair, list | tuple) or len(pair) != 2:
@@ -197,15 +186,70 @@ class KnowledgeRetriever(Module):
         assert self.variable is not None
         return [(d.input, d.output) for d in self.variable.demos]
 
+    @property
+    def search_schema(self) -> dict[str, Any]:
+        """The JSON schema the module's current language model fills (built once per kind of model).
+
+        A model that samples under a grammar gets the endpoint-typed schema, so every search it can
+        write is plannable; HTTP models get the plain one (OpenAI strict mode refuses a root union).
+        Per model, not per module: a training ``teacher`` put in place gets the schema it can fill.
+        """
+        lm = self.language_model
+        typed = bool(getattr(lm, "constrained_decoding", False))
+        # a constrained model gets the extended language (conditions, ordering) only when it says so
+        full = typed and bool(getattr(lm, "full_search_language", False))
+        key = (typed, full)
+        if key not in self._schemas:
+            if self.max_hops > 1:
+                self._schemas[key] = (
+                    typed_triplet_chain_schema(self.graph_schema, self.max_hops, full=full)
+                    if typed
+                    else triplet_chain_schema(self.graph_schema, self.max_hops)
+                )
+            else:
+                self._schemas[key] = (
+                    typed_triplet_search_schema(self.graph_schema, full=full)
+                    if typed
+                    else triplet_search_schema(self.graph_schema)
+                )
+        return self._schemas[key]
+
     def set_variable(self, variable: Variable) -> None:
-        """Take ``variable``'s instructions and demos; every demo search must plan on this schema."""
+        """Take ``variable``'s instructions and demos; every demo search must plan on this schema.
+
+        Extended fields (conditions, ordering) the current model's schema leaves out are dropped
+        from a demo's search where they hold their defaults (the search means the same): a demo
+        bootstrapped by a teacher then reads like a search the model itself can write.
+        """
         join_instructions(variable.instructions)
+        fitted = [self._fitted(demo) for demo in variable.demos]
+        if fitted != variable.demos:
+            variable = replace(variable, demos=fitted)
         for i, demo in enumerate(variable.demos):
             try:
                 self.validate_search(dict(demo.output))
             except ValueError as exc:
                 raise ConfigError(f"demo {i} of {self.name!r} holds a search that cannot run here: {exc}") from exc
         super().set_variable(variable)
+
+    def _fitted(self, demo: Demo) -> Demo:
+        text = json.dumps(self.search_schema)  # the typed schema of a small model may leave them out
+        missing = [name for name in EXTENDED_FIELDS if f'"{name}"' not in text]
+        if not missing:
+            return demo
+        defaults = {name: TripletSearch.model_fields[name].default for name in missing}
+
+        def prune(pattern: Any) -> Any:
+            if not isinstance(pattern, Mapping):
+                return pattern
+            return {k: v for k, v in pattern.items() if not (k in defaults and v == defaults[k])}
+
+        output = dict(demo.output)
+        if isinstance(output.get("hops"), list):
+            output["hops"] = [prune(h) for h in output["hops"]]
+        else:
+            output = prune(output)
+        return demo if output == demo.output else replace(demo, output=output)
 
     async def demos_for(self, inputs: Any) -> list[Demo]:
         """The demos shown for ``inputs``: all, or the nearest by the knowledge base's embedder."""

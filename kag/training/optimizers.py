@@ -80,14 +80,24 @@ class Optimizer:
 
     Args:
         seed: the seed of every random choice (``None``: the ``seed`` given to ``fit``, else 0).
+        teacher: a language model that makes the training runs in place of each trainable
+            module's own (demos bootstrapped by a stronger or rule-based model, for example the
+            offline ``LexicalLM`` teaching a small local model); candidates are still scored with
+            the program's own models, so a teacher's demos are kept only where they help the
+            student. Not saved with the optimizer's config (pass it again after ``from_config``).
     """
 
     name: ClassVar[str] = "optimizer"
 
-    def __init__(self, *, seed: int | None = None) -> None:
+    def __init__(self, *, seed: int | None = None, teacher: Any = None) -> None:
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise ConfigError(f"seed must be an integer or None, got {seed!r}.")
+        if teacher is not None and not callable(getattr(teacher, "generate", None)):
+            raise ConfigError(
+                f"teacher must be a language model (an object with an async generate()), got {type(teacher).__name__}."
+            )
         self.seed = seed
+        self.teacher = teacher
         self.outcomes: dict[int, Outcome] = {}
 
     def reset(self) -> None:

@@ -15,11 +15,12 @@ training. A reward that misbehaves does stop it (:class:`~kag.errors.RewardError
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
 import os
 import random
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -234,6 +235,26 @@ class Trainer:
         return checked
 
     # -- running ------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _taught(self, teacher: Any) -> Iterator[None]:
+        """Every trainable module calls ``teacher`` instead of its own model inside the block.
+
+        ``fit`` awaits its training runs and its candidate scoring one after the other, so no
+        student-scored run happens while the teacher is in place.
+        """
+        if teacher is None:
+            yield
+            return
+        modules = [m for m in self.trainable_modules().values() if hasattr(m, "language_model")]
+        own = [m.language_model for m in modules]
+        for module in modules:
+            module.language_model = teacher
+        try:
+            yield
+        finally:
+            for module, lm in zip(modules, own, strict=True):
+                module.language_model = lm
+
     async def _run(self, item: Any, trace: bool) -> tuple[dict[str, Any] | None, tuple[Any, ...], str | None]:
         """One program run: (prediction as JSON or None, trace entries, error text or None)."""
         with tracing() as entries:
@@ -427,7 +448,8 @@ class Trainer:
             return float(self._summary(await scored(candidate))["reward"])
 
         async def explore(failed: Sequence[Outcome], threshold: float) -> list[Outcome]:
-            found = await _bounded(list(failed), lambda o: self._explore(o, items, labels, threshold), workers)
+            with self._taught(optimizer.teacher):
+                found = await _bounded(list(failed), lambda o: self._explore(o, items, labels, threshold), workers)
             return [o for o in found if o is not None]
 
         history = History()
@@ -450,7 +472,8 @@ class Trainer:
             for step in range(steps):
                 await callback_list.call("on_batch_begin", step, {})
                 batch = order[step * batch_size : (step + 1) * batch_size]
-                results = await self._score_examples(batch, items, labels, trace=True, concurrency=workers)
+                with self._taught(optimizer.teacher):
+                    results = await self._score_examples(batch, items, labels, trace=True, concurrency=workers)
                 done.extend(results)
                 await optimizer.on_batch_end([outcome for outcome, _ in results])
                 await callback_list.call("on_batch_end", step, self._summary(done))

@@ -55,6 +55,13 @@ def test_fact_names_take_every_entity_of_the_path_and_the_count() -> None:
     assert fact_names([{"query": "no facts here"}]) is None
 
 
+def test_fact_names_then_take_the_values_the_facts_state() -> None:
+    stated = fact("Delhi", "India")
+    stated["subject"].update({"population": 11034555, "id": "c-1", "capital": True})
+    # a value the fact shows may be given ("What is the population of Delhi?"); ids and flags are not values
+    assert fact_names([Retrieved(query="q", facts=[stated])]) == ["Delhi", "India", "11034555"]
+
+
 names = st.text(alphabet="abcdefgXYZ ", min_size=1, max_size=8)
 
 

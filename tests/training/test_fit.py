@@ -263,3 +263,56 @@ def test_the_sync_facade_runs_the_program() -> None:
     program = build_program(kb, DemoCopyLM())
     answer = program.sync({"query": "Which country has the capital Brask?"})
     assert answer.entities == ["Tovania"]
+
+
+async def test_a_teacher_makes_the_training_runs_and_the_student_keeps_what_helps_it(capitals_kb) -> None:
+    (x, y), (x_val, y_val) = split()
+    student = DemoCopyLM()
+    teacher = kag.LexicalLM(knowledge_base=capitals_kb)
+    program = build_program(capitals_kb, student)
+    program.compile(reward="f1", optimizer=KNNFewShot(k=1, explore=0, teacher=teacher))
+    before = await program.evaluate(x_val, y_val)
+    calls = student.calls
+    await program.fit(x, y, validation_data=(x_val, y_val), verbose=0)
+    # the training batches ran on the teacher; the student only ran to score the two candidates
+    assert student.calls - calls == 2 * len(x_val)
+    assert program.modules["retriever"].language_model is student
+    demos = program.get_variables()["retriever"]["demos"]
+    assert len(demos) == len(x)  # the teacher answered every training question
+    after = await program.evaluate(x_val, y_val)
+    assert before["reward"] < after["reward"] == 1.0
+
+
+def test_a_teacher_must_be_a_language_model() -> None:
+    with pytest.raises(kag.errors.ConfigError, match="teacher must be a language model"):
+        KNNFewShot(teacher="lexical")
+
+
+async def test_each_model_gets_the_search_schema_it_can_fill_and_demos_read_like_its_own(capitals_kb) -> None:
+    from kag.training import Demo, Variable
+
+    class Constrained(kag.LexicalLM):
+        constrained_decoding = True  # as LlamaCppLM: gets the endpoint-typed schema, no extended fields
+
+    program = build_program(capitals_kb, Constrained(knowledge_base=capitals_kb), max_hops=2)
+    retriever = program.modules["retriever"]
+    typed = retriever.search_schema
+    assert "subject_where" not in str(typed)
+    retriever.language_model = kag.LexicalLM(knowledge_base=capitals_kb)  # what a teacher does
+    assert "subject_where" in str(retriever.search_schema)
+    retriever.language_model = program.modules["answerer"].language_model = Constrained(knowledge_base=capitals_kb)
+    assert retriever.search_schema is typed
+    hop = {
+        "subject_label": "City",
+        "subject_similarity_search": "*",
+        "relation_label": "IsCapitalOf",
+        "object_label": "Country",
+        "object_similarity_search": "France",
+        "negated": False,
+        "bidirectional": False,
+        "count": False,
+    }
+    defaults = {"subject_where": [], "object_where": [], "order_by": None, "limit": None}
+    kept = {"subject_from": "first_subject"}  # not its default: kept, though the model cannot write it
+    retriever.set_variable(Variable(demos=[Demo({"query": "q"}, {"hops": [{**hop, **defaults, **kept}]}, 1.0)]))
+    assert retriever.variable.demos[0].output == {"hops": [{**hop, **kept}]}
