@@ -10,23 +10,31 @@ The "language model" is :class:`kag.lm.lexical.LexicalLM`, an offline lexical
 matcher (no network, no weights): answers are extracted from the retrieved
 facts. Swap in ``kag.lm.OpenAICompatibleLM`` or ``kag.lm.OllamaLM`` for real
 generation; the program does not change.
+
+``--lm local`` runs the packaged SmolLM2-135M (llama.cpp, the ``[local]`` extra) instead, and
+``--fit N`` first trains the program on ``N`` labelled questions of each kind made from the
+graph's data (:func:`kag.examples.world.world_questions`, none about the demo questions'
+entities): ``KNNFewShot`` demos, written by ``LexicalLM`` as the teacher when the model is local.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
-import sys
+import re
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from kag.datamodels.base import DataModel, Field
 from kag.datamodels.text import pattern_text
-from kag.examples.world import load_world, world_knowledge_base
+from kag.datasets import Answer as LabelledAnswer
+from kag.examples.world import load_world, world_knowledge_base, world_questions
 from kag.knowledge.base import KnowledgeBase
 from kag.lm.base import LanguageModel
 from kag.lm.lexical import LexicalLM
 from kag.programs import Generator, Input, KnowledgeRetriever, Program
+from kag.training import KNNFewShot
 
 __all__ = ["QUESTIONS", "Answer", "Query", "build_program", "main", "run"]
 
@@ -52,22 +60,29 @@ class Answer(DataModel):
     answer: str = Field(description="The answer, using only the retrieved facts")
 
 
-def build_program(kb: KnowledgeBase, lm: LanguageModel, *, max_hops: int = 2) -> Program:
-    """``Input(Query) -> KnowledgeRetriever -> Generator(Answer)`` over ``kb``.
+def build_program(
+    kb: KnowledgeBase,
+    lm: LanguageModel,
+    *,
+    max_hops: int = 2,
+    threshold: float = 0.9,
+    answer_model: type[DataModel] = Answer,
+) -> Program:
+    """``Input(Query) -> KnowledgeRetriever -> Generator(answer_model)`` over ``kb``.
 
     The threshold is high (0.9) because the lexical model writes names exactly as
-    the graph stores them; a real model's free-text names would want ~0.7.
+    the graph stores them; a real model's free-text names want ~0.7.
     """
     inputs = Input(data_model=Query, name="question")
     facts = KnowledgeRetriever(
         knowledge_base=kb,
         language_model=lm,
         k=10,
-        threshold=0.9,
+        threshold=threshold,
         max_hops=max_hops,
         name="retriever",
     )(inputs)
-    answer = Generator(data_model=Answer, language_model=lm, return_inputs=True, name="answerer")(facts)
+    answer = Generator(data_model=answer_model, language_model=lm, return_inputs=True, name="answerer")(facts)
     return Program(
         inputs=inputs,
         outputs=answer,
@@ -82,25 +97,50 @@ async def run(
     out: Callable[[str], None] = print,
     max_facts: int = 5,
     kb_uri: str = "memory://",
+    lm: str = "lexical",
+    fit: int = 0,
 ) -> list[dict[str, Any]]:
     """Build the graph and the program, answer ``questions``, print a report; return the results.
 
     ``kb_uri`` names the store the world graph is loaded into (the embedded one by
     default; ``neo4j://...`` runs the same demo on Neo4j). Loading is idempotent.
+    ``lm`` is ``"lexical"`` (offline matcher) or ``"local"`` (the packaged model); ``fit`` > 0
+    trains the program first on that many labelled questions of each kind.
     """
     started = time.perf_counter()
     kb = world_knowledge_base(kb_uri)
     counts = await load_world(kb)
     loaded = time.perf_counter() - started
-    lm = LexicalLM(knowledge_base=kb)
-    program = build_program(kb, lm)
+    lexical = LexicalLM(knowledge_base=kb)
+    model: LanguageModel
+    if lm == "local":
+        from kag.lm.llamacpp import LOCAL, LlamaCppLM
+
+        # one pattern per search: a chain schema costs the 135M model most of its accuracy
+        model = LlamaCppLM(LOCAL)
+        options: dict[str, Any] = {"max_hops": 1, "threshold": 0.7}
+        described = f"{model.name}, the packaged SmolLM2-135M under a grammar (llama.cpp)"
+    elif lm == "lexical":
+        model, options, described = lexical, {}, f"{lexical.name} — an offline lexical matcher, not a language model"
+    else:
+        raise ValueError(f"unknown --lm {lm!r}: use 'lexical' or 'local'.")
+    program = build_program(kb, model, answer_model=LabelledAnswer if fit else Answer, **options)
     stats = await kb.counts()
     out(
         f"Knowledge graph: {stats['Country']} countries, {stats['City']} cities, "
         f"{stats['Continent']} continents, {counts['relations']} relations "
         f"(GeoNames, CC BY 4.0), loaded into {kb.uri} in {loaded:.2f}s"
     )
-    out(f"Language model: {lm.name} — an offline lexical matcher, not a language model")
+    out(f"Language model: {described}")
+    if fit:
+        x, y = world_questions(fit, seed=0, exclude=_names_in(questions))
+        teacher = lexical if model is not lexical else None
+        program.compile(reward="f1", optimizer=KNNFewShot(k=4, explore=0, teacher=teacher), concurrency=1)
+        t0 = time.perf_counter()
+        history = await program.fit(x, y, validation_split=0.25, seed=0, verbose=0)
+        logs = {k: round(v[-1], 2) for k, v in history.history.items()}
+        by = f", demos written by {lexical.name} as the teacher" if teacher is not None else ""
+        out(f"Trained on {len(x)} labelled questions (KNNFewShot{by}) in {time.perf_counter() - t0:.1f}s: {logs}")
     out("")
     out(program.summary())
     results: list[dict[str, Any]] = []
@@ -142,10 +182,27 @@ async def run(
     return results
 
 
+def _names_in(questions: Sequence[str]) -> list[str]:
+    """The capitalised words and word runs of ``questions`` (kept out of the training questions)."""
+    names: list[str] = []
+    for question in questions:
+        for run in re.findall(r"[A-Z][\w'-]*(?: [A-Z][\w'-]*)*", question):
+            names.extend([run, *run.split()])
+    return names
+
+
 def main(argv: Sequence[str] | None = None, *, kb_uri: str = "memory://") -> int:
-    """Entry point of ``python -m kag.demo [QUESTION ...]`` (default: the demo questions)."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    asyncio.run(run(args or QUESTIONS, kb_uri=kb_uri))
+    """Entry point of ``python -m kag.demo [--lm lexical|local] [--fit N] [QUESTION ...]``."""
+    parser = argparse.ArgumentParser(prog="python -m kag.demo", description="Answer geography questions offline.")
+    parser.add_argument("questions", nargs="*", metavar="QUESTION", help="(default: the demo questions)")
+    parser.add_argument("--lm", choices=("lexical", "local"), default="lexical", help="(default %(default)s)")
+    parser.add_argument(
+        "--fit", type=int, default=0, metavar="N", help="train first on N labelled questions of each kind"
+    )
+    args = parser.parse_args(argv)
+    if args.fit < 0:
+        parser.error("--fit must be 0 or more")
+    asyncio.run(run(args.questions or QUESTIONS, kb_uri=kb_uri, lm=args.lm, fit=args.fit))
     return 0
 
 

@@ -43,3 +43,22 @@ def test_demo_takes_questions_from_the_command_line(capsys: pytest.CaptureFixtur
     assert demo.main(["What is the capital of Peru?"]) == 0
     out = capsys.readouterr().out
     assert "Q: What is the capital of Peru?" in out and "A: Lima" in out
+
+
+def test_demo_fits_first_on_labelled_questions_that_avoid_the_asked_entities(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert demo.main(["--fit", "1", "What is the capital of Peru?"]) == 0
+    out = capsys.readouterr().out
+    assert "Trained on 6 labelled questions (KNNFewShot)" in out
+    assert "A: Lima" in out
+    names = demo._names_in(["What is the capital of Peru?", "Which continent is New York City in?"])
+    assert {"Peru", "New York City", "York"} <= set(names)
+
+
+@pytest.mark.parametrize("argv", [["--lm", "gpt"], ["--fit", "-1"]])
+def test_demo_refuses_bad_options(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        demo.main(argv)
+    assert exc.value.code == 2
+    assert "usage: python -m kag.demo" in capsys.readouterr().err

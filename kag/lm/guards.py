@@ -15,13 +15,22 @@ decodes under a schema:
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from kag.errors import InvalidInputError
 
-__all__ = ["NOT_FOUND_NOTE", "Repetition", "RepetitionGuard", "bound_schema", "grounded_schema"]
+__all__ = [
+    "NOT_FOUND_NOTE",
+    "Repetition",
+    "RepetitionGuard",
+    "bound_schema",
+    "grounded_schema",
+    "spans_schema",
+    "text_spans",
+]
 
 NOT_FOUND_NOTE = "An empty list means the answer is not in the retrieved facts (not found in the knowledge graph)."
 """Appended to the description of every grounded field."""
@@ -72,6 +81,48 @@ def bound_schema(schema: dict[str, Any], max_items: int) -> dict[str, Any]:
 
     _walk(bounded, visit)
     return bounded
+
+
+_WORD = re.compile(r"[^\W_](?:[\w'’.-]*[^\W_])?")
+
+
+def text_spans(texts: Iterable[str], max_words: int = 5) -> list[str]:
+    """Every run of 1 to ``max_words`` consecutive words of ``texts``, as written, once each.
+
+    The values a search's similarity text may take when it must quote the question: a name in a
+    question is one such run ("New York City", "Côte d'Ivoire").
+    """
+    spans: dict[str, None] = {}
+    for text in texts:
+        words = _WORD.findall(text)
+        for size in range(1, max_words + 1):
+            for start in range(len(words) - size + 1):
+                spans.setdefault(" ".join(words[start : start + size]), None)
+    return list(spans)
+
+
+def spans_schema(schema: dict[str, Any], fields: Iterable[str], values: Iterable[str]) -> dict[str, Any]:
+    """A copy of ``schema`` where every string property named in ``fields`` is an enum of ``values``.
+
+    Used per call, like :func:`grounded_schema`: a model under a grammar can then only write
+    similarity texts quoted from its input (plus whatever ``values`` adds, such as ``"*"``).
+    """
+    names = set(fields)
+    allowed = list(dict.fromkeys(values))
+    narrowed = copy.deepcopy(schema)
+
+    def visit(node: dict[str, Any]) -> None:
+        properties = node.get("properties")
+        if not isinstance(properties, dict):
+            return
+        for name in names & set(properties):
+            child = properties[name]
+            if isinstance(child, dict) and child.get("type") == "string":
+                properties[name] = {**{k: v for k, v in child.items() if k not in ("pattern", "maxLength")},
+                                    "enum": allowed}  # fmt: skip
+
+    _walk(narrowed, visit)
+    return narrowed
 
 
 def _is_string_list(node: Any) -> bool:

@@ -15,6 +15,7 @@ from kag.errors import ConfigError, InvalidInputError
 from kag.knowledge.base import KnowledgeBase
 from kag.knowledge.knowledge import Knowledge
 from kag.lm.base import LanguageModel, Message
+from kag.lm.guards import spans_schema, text_spans
 from kag.programs.generator import Example, join_instructions, schema_sections
 from kag.programs.module import (
     Module,
@@ -86,7 +87,11 @@ class KnowledgeRetriever(Module):
     schemas in the system message), ``return_inputs``, ``return_query``, ``name``,
     ``description``, ``trainable`` (whether training may change the module's variable: its
     instructions and ``(question, search)`` demos, see :mod:`kag.training`), then kag's
-    keyword-only ``max_hops``. With k-nearest demos (``KNNFewShot``) each question is shown the
+    keyword-only ``max_hops`` and ``quote_names``: with it on (the default for a model that decodes
+    under a grammar, such as the packaged local model) each call's schema lets the similarity texts
+    be only ``"*"`` or a run of up to five words of the inputs, so a small model quotes the name the
+    question holds instead of writing the label or an answer it guessed.
+    With k-nearest demos (``KNNFewShot``) each question is shown the
     demos whose questions are most similar by the knowledge base's embedder. Called with ``None`` (or an empty list) it
     returns ``None`` without asking the model.
     """
@@ -111,6 +116,7 @@ class KnowledgeRetriever(Module):
         trainable: bool = True,
         *,
         max_hops: int = 1,
+        quote_names: bool | None = None,
     ) -> None:
         if isinstance(knowledge_base, Knowledge) and knowledge_base.managed:
             knowledge_base = knowledge_base.kb  # a managed Knowledge: search its typed graph
@@ -143,6 +149,9 @@ class KnowledgeRetriever(Module):
                 "kb.similarity_search(label, text) or a Knowledge's search()."
             )
         self.max_hops = max_hops
+        if quote_names is not None and not isinstance(quote_names, bool):
+            raise ConfigError(f"quote_names must be True, False or None (automatic), got {quote_names!r}.")
+        self.quote_names = quote_names
         self.return_inputs = bool(return_inputs)
         self.return_query = bool(return_query)
         self.prompt_template = prompt_template
@@ -392,9 +401,14 @@ class KnowledgeRetriever(Module):
         messages = self.messages(given, await self.demos_for(given))
         search = forced_output(self.name)  # an optimizer exploring a variant of this call
         if search is None:
+            schema = self.search_schema
+            if self.quote_names or (
+                self.quote_names is None and getattr(self.language_model, "constrained_decoding", False)
+            ):
+                schema = spans_schema(schema, SIMILARITY_FIELDS, ["*", *text_spans(_texts(items))])
             search = await self.language_model.generate(
                 messages,
-                self.search_schema,
+                schema,
                 validate=self.validate_search,
                 schema_name="triplet_chain" if self.max_hops > 1 else "triplet_search",
             )
@@ -435,6 +449,7 @@ class KnowledgeRetriever(Module):
             "return_inputs": self.return_inputs,
             "return_query": self.return_query,
             "max_hops": self.max_hops,
+            "quote_names": self.quote_names,
             "prompt_template": self.prompt_template,
             "instructions": self.instructions
             if self.instructions is None or isinstance(self.instructions, str)
@@ -464,6 +479,7 @@ class KnowledgeRetriever(Module):
             return_inputs=bool(config.get("return_inputs", True)),
             return_query=bool(config.get("return_query", True)),
             max_hops=int(config.get("max_hops", 1)),
+            quote_names=config.get("quote_names"),
             prompt_template=config.get("prompt_template"),
             instructions=config.get("instructions"),
             examples=[(i, o) for i, o in config.get("examples") or []],
@@ -476,6 +492,19 @@ class KnowledgeRetriever(Module):
     def summary_fields(self) -> str:
         model = getattr(self.language_model, "name", type(self.language_model).__name__)
         return f"model {model}; k={self.k}, threshold={self.threshold}, max_hops={self.max_hops}"
+
+
+SIMILARITY_FIELDS = ("subject_similarity_search", "object_similarity_search")
+
+
+def _texts(items: Sequence[Any]) -> list[str]:
+    """The string values of the inputs (what a quoted similarity text may be taken from)."""
+    texts: list[str] = []
+    for item in items:
+        data = item.model_dump(mode="json") if isinstance(item, BaseModel) else item
+        values = data.values() if isinstance(data, Mapping) else [data]
+        texts.extend(v for v in values if isinstance(v, str))
+    return texts
 
 
 def _swapped(hop: Mapping[str, Any]) -> dict[str, Any]:

@@ -125,3 +125,41 @@ def test_grounded_schema_restricts_the_fields_asked_for_and_rejects_others() -> 
         grounded_schema(schema, [3])  # type: ignore[list-item]
     with pytest.raises(JSONSchemaValidationError):
         validate_json_schema({"names": ["Lyon"], "explanation": "x"}, grounded_schema(schema, []))
+
+
+def test_text_spans_are_runs_of_words_as_written() -> None:
+    from kag.lm.guards import text_spans
+
+    spans = text_spans(["Which continent is New York City in?", "Is Côte d'Ivoire in Africa?"], max_words=3)
+    assert {"New York City", "Côte d'Ivoire", "Africa", "Which"} <= set(spans)
+    assert "New York City in" not in spans  # four words
+    assert "City in?" not in spans and "Africa?" not in spans  # punctuation is not part of a word
+    assert len(spans) == len(set(spans))
+
+
+def test_spans_schema_narrows_only_the_named_string_fields() -> None:
+    from kag.lm.guards import spans_schema
+
+    schema = {
+        "anyOf": [
+            {
+                "type": "object",
+                "properties": {
+                    "subject_similarity_search": {"type": "string", "description": "a name"},
+                    "relation_label": {"type": "string", "enum": ["IsCapitalOf"]},
+                },
+            }
+        ]
+    }
+    narrowed = spans_schema(schema, ["subject_similarity_search"], ["*", "France", "*"])
+    properties = narrowed["anyOf"][0]["properties"]
+    assert properties["subject_similarity_search"] == {
+        "type": "string",
+        "description": "a name",
+        "enum": ["*", "France"],
+    }
+    assert properties["relation_label"] == {"type": "string", "enum": ["IsCapitalOf"]}
+    assert "enum" not in schema["anyOf"][0]["properties"]["subject_similarity_search"]  # a copy
+    validate_json_schema({"subject_similarity_search": "France"}, narrowed)
+    with pytest.raises(JSONSchemaValidationError):
+        validate_json_schema({"subject_similarity_search": "Paris"}, narrowed)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 import kag
 from kag.errors import InvalidInputError, RewardError, TrainingError
 from kag.training import BootstrapFewShot, KNNFewShot, LambdaCallback, RandomFewShot
-from tests.training.conftest import Answer, DemoCopyLM, build_program, questions
+from tests.training.conftest import Answer, DemoCopyLM, Query, build_program, questions
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -316,3 +317,38 @@ async def test_each_model_gets_the_search_schema_it_can_fill_and_demos_read_like
     kept = {"subject_from": "first_subject"}  # not its default: kept, though the model cannot write it
     retriever.set_variable(Variable(demos=[Demo({"query": "q"}, {"hops": [{**hop, **defaults, **kept}]}, 1.0)]))
     assert retriever.variable.demos[0].output == {"hops": [{**hop, **kept}]}
+
+
+async def test_a_constrained_model_may_only_quote_the_question_in_its_search(capitals_kb) -> None:
+    from kag.lm import ScriptedLM
+
+    class ConstrainedScript(ScriptedLM):
+        constrained_decoding = True
+
+    guessed = {**_hop("City", "Zorvik", "Country", "*")}  # the answer it guessed, not a name the question holds
+    quoted = {**_hop("City", "*", "Country", "Elandor")}
+    lm = ConstrainedScript([guessed, quoted])
+    program = build_program(capitals_kb, lm)
+    answer = await program(Query(query="What is the capital of Elandor?"))
+    assert answer.entities == ["Zorvik"]
+    first = lm.calls[0]["schema"]
+    assert '"enum": ["*", "What", "is"' in json.dumps(first)
+    assert '"Zorvik"' not in json.dumps(first) and '"Elandor"' in json.dumps(first)
+    assert len(lm.calls) == 2  # the guess was refused and repaired
+    plain = build_program(capitals_kb, ScriptedLM([guessed]), quote_names=False)
+    await plain(Query(query="What is the capital of Elandor?"))
+    with pytest.raises(kag.errors.ConfigError, match="quote_names"):
+        build_program(capitals_kb, lm, quote_names="yes")
+
+
+def _hop(subject: str, subject_text: str, obj: str, object_text: str) -> dict[str, Any]:
+    return {
+        "subject_label": subject,
+        "subject_similarity_search": subject_text,
+        "relation_label": "IsCapitalOf",
+        "object_label": obj,
+        "object_similarity_search": object_text,
+        "negated": False,
+        "bidirectional": False,
+        "count": False,
+    }
