@@ -11,7 +11,7 @@ import pytest
 import kag
 from kag.errors import InvalidInputError, RewardError, TrainingError
 from kag.training import BootstrapFewShot, KNNFewShot, LambdaCallback, RandomFewShot
-from tests.training.conftest import Answer, DemoCopyLM, Query, build_program, questions
+from tests.training.conftest import Answer, DemoCopyLM, Query, _search, build_program, questions
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -303,16 +303,7 @@ async def test_each_model_gets_the_search_schema_it_can_fill_and_demos_read_like
     assert "subject_where" in str(retriever.search_schema)
     retriever.language_model = program.modules["answerer"].language_model = Constrained(knowledge_base=capitals_kb)
     assert retriever.search_schema is typed
-    hop = {
-        "subject_label": "City",
-        "subject_similarity_search": "*",
-        "relation_label": "IsCapitalOf",
-        "object_label": "Country",
-        "object_similarity_search": "France",
-        "negated": False,
-        "bidirectional": False,
-        "count": False,
-    }
+    hop = _search("City", "*", "Country", "France")
     defaults = {"subject_where": [], "object_where": [], "order_by": None, "limit": None}
     kept = {"subject_from": "first_subject"}  # not its default: kept, though the model cannot write it
     retriever.set_variable(Variable(demos=[Demo({"query": "q"}, {"hops": [{**hop, **defaults, **kept}]}, 1.0)]))
@@ -325,8 +316,8 @@ async def test_a_constrained_model_may_only_quote_the_question_in_its_search(cap
     class ConstrainedScript(ScriptedLM):
         constrained_decoding = True
 
-    guessed = {**_hop("City", "Zorvik", "Country", "*")}  # the answer it guessed, not a name the question holds
-    quoted = {**_hop("City", "*", "Country", "Elandor")}
+    guessed = {**_search("City", "Zorvik", "Country", "*")}  # the answer it guessed, not a name the question holds
+    quoted = {**_search("City", "*", "Country", "Elandor")}
     lm = ConstrainedScript([guessed, quoted])
     program = build_program(capitals_kb, lm)
     answer = await program(Query(query="What is the capital of Elandor?"))
@@ -339,16 +330,3 @@ async def test_a_constrained_model_may_only_quote_the_question_in_its_search(cap
     await plain(Query(query="What is the capital of Elandor?"))
     with pytest.raises(kag.errors.ConfigError, match="quote_names"):
         build_program(capitals_kb, lm, quote_names="yes")
-
-
-def _hop(subject: str, subject_text: str, obj: str, object_text: str) -> dict[str, Any]:
-    return {
-        "subject_label": subject,
-        "subject_similarity_search": subject_text,
-        "relation_label": "IsCapitalOf",
-        "object_label": obj,
-        "object_similarity_search": object_text,
-        "negated": False,
-        "bidirectional": False,
-        "count": False,
-    }
