@@ -203,11 +203,7 @@ class KnowledgeRetriever(Module):
         write is plannable; HTTP models get the plain one (OpenAI strict mode refuses a root union).
         Per model, not per module: a training ``teacher`` put in place gets the schema it can fill.
         """
-        lm = self.language_model
-        typed = bool(getattr(lm, "constrained_decoding", False))
-        # a constrained model gets the extended language (conditions, ordering) only when it says so
-        full = typed and bool(getattr(lm, "full_search_language", False))
-        key = (typed, full)
+        key = typed, full = self._schema_kind()
         if key not in self._schemas:
             if self.max_hops > 1:
                 self._schemas[key] = (
@@ -223,6 +219,12 @@ class KnowledgeRetriever(Module):
                 )
         return self._schemas[key]
 
+    def _schema_kind(self) -> tuple[bool, bool]:
+        """(typed, full) for the current model: typed under a grammar; full with the extended language."""
+        typed = bool(getattr(self.language_model, "constrained_decoding", False))
+        # a constrained model gets the extended language (conditions, ordering) only when it says so
+        return typed, typed and bool(getattr(self.language_model, "full_search_language", False))
+
     def set_variable(self, variable: Variable) -> None:
         """Take ``variable``'s instructions and demos; every demo search must plan on this schema.
 
@@ -231,7 +233,9 @@ class KnowledgeRetriever(Module):
         bootstrapped by a teacher then reads like a search the model itself can write.
         """
         join_instructions(variable.instructions)
-        fitted = [self._fitted(demo) for demo in variable.demos]
+        typed, full = self._schema_kind()
+        unwritable = {name: TripletSearch.model_fields[name].default for name in EXTENDED_FIELDS if typed and not full}
+        fitted = [_without_defaults(demo, unwritable) for demo in variable.demos] if unwritable else variable.demos
         if fitted != variable.demos:
             variable = replace(variable, demos=fitted)
         for i, demo in enumerate(variable.demos):
@@ -240,25 +244,6 @@ class KnowledgeRetriever(Module):
             except ValueError as exc:
                 raise ConfigError(f"demo {i} of {self.name!r} holds a search that cannot run here: {exc}") from exc
         super().set_variable(variable)
-
-    def _fitted(self, demo: Demo) -> Demo:
-        text = json.dumps(self.search_schema)  # the typed schema of a small model may leave them out
-        missing = [name for name in EXTENDED_FIELDS if f'"{name}"' not in text]
-        if not missing:
-            return demo
-        defaults = {name: TripletSearch.model_fields[name].default for name in missing}
-
-        def prune(pattern: Any) -> Any:
-            if not isinstance(pattern, Mapping):
-                return pattern
-            return {k: v for k, v in pattern.items() if not (k in defaults and v == defaults[k])}
-
-        output = dict(demo.output)
-        if isinstance(output.get("hops"), list):
-            output["hops"] = [prune(h) for h in output["hops"]]
-        else:
-            output = prune(output)
-        return demo if output == demo.output else replace(demo, output=output)
 
     async def demos_for(self, inputs: Any) -> list[Demo]:
         """The demos shown for ``inputs``: all, or the nearest by the knowledge base's embedder."""
@@ -402,9 +387,7 @@ class KnowledgeRetriever(Module):
         search = forced_output(self.name)  # an optimizer exploring a variant of this call
         if search is None:
             schema = self.search_schema
-            if self.quote_names or (
-                self.quote_names is None and getattr(self.language_model, "constrained_decoding", False)
-            ):
+            if self.quote_names or (self.quote_names is None and self._schema_kind()[0]):
                 schema = spans_schema(schema, SIMILARITY_FIELDS, ["*", *text_spans(_texts(items))])
             search = await self.language_model.generate(
                 messages,
@@ -495,6 +478,22 @@ class KnowledgeRetriever(Module):
 
 
 SIMILARITY_FIELDS = ("subject_similarity_search", "object_similarity_search")
+
+
+def _without_defaults(demo: Demo, defaults: Mapping[str, Any]) -> Demo:
+    """``demo`` with the search fields in ``defaults`` dropped where they hold that default."""
+
+    def prune(pattern: Any) -> Any:
+        if not isinstance(pattern, Mapping):
+            return pattern
+        return {k: v for k, v in pattern.items() if not (k in defaults and v == defaults[k])}
+
+    output = dict(demo.output)
+    if isinstance(output.get("hops"), list):
+        output["hops"] = [prune(h) for h in output["hops"]]
+    else:
+        output = prune(output)
+    return demo if output == demo.output else replace(demo, output=output)
 
 
 def _texts(items: Sequence[Any]) -> list[str]:
