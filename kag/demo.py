@@ -137,10 +137,13 @@ async def run(
         teacher = lexical if model is not lexical else None
         program.compile(reward="f1", optimizer=KNNFewShot(k=4, explore=0, teacher=teacher), concurrency=1)
         t0 = time.perf_counter()
+        untrained = program.get_variables()
         history = await program.fit(x, y, validation_split=0.25, seed=0, verbose=0)
         logs = {k: round(v[-1], 2) for k, v in history.history.items()}
         by = f", demos written by {lexical.name} as the teacher" if teacher is not None else ""
         out(f"Trained on {len(x)} labelled questions (KNNFewShot{by}) in {time.perf_counter() - t0:.1f}s: {logs}")
+        if program.get_variables() == untrained:
+            out("No demo set raised the validation reward, so the program keeps its untrained variables.")
     out("")
     out(program.summary())
     results: list[dict[str, Any]] = []
