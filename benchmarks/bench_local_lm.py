@@ -157,10 +157,8 @@ def gold(per_type: int) -> list[tuple[str, str, str]]:
     return rows
 
 
-def build(
-    kb: Any, lm: LanguageModel, instructions: str | None = None, typed: bool = True, demos: bool = False
-) -> Program:
-    """The demo program; grammar-constrained models get the endpoint-typed search schema."""
+def build(kb: Any, lm: LanguageModel, instructions: str | None = None, demos: bool = False) -> Program:
+    """The demo program; grammar-constrained models get the endpoint-typed search schema (automatic)."""
     inputs = Input(data_model=Query, name="question")
     retriever = KnowledgeRetriever(
         knowledge_base=kb,
@@ -171,8 +169,6 @@ def build(
         examples=DEMOS if demos else None,
         name="retriever",
     )
-    if typed:
-        retriever.search_schema = typed_triplet_search_schema(retriever.graph_schema)
     answer = Generator(data_model=Answer, language_model=lm, return_inputs=True, name="answerer")(retriever(inputs))
     return Program(inputs=inputs, outputs=answer, name="world_qa")
 
@@ -182,8 +178,9 @@ async def validity(kb: Any, questions: list[str]) -> dict[str, Any]:
     first_try = LlamaCppLM(LOCAL, max_repairs=0)
     repaired = LlamaCppLM(LOCAL, max_repairs=2)
     retriever = KnowledgeRetriever(knowledge_base=kb, language_model=first_try)
-    plain, typed = retriever.search_schema, typed_triplet_search_schema(retriever.graph_schema)
-    strict = triplet_search_schema(retriever.graph_schema)
+    # the plain strict schema, not retriever.search_schema (a constrained model is given the typed one)
+    plain = strict = triplet_search_schema(retriever.graph_schema)
+    typed = typed_triplet_search_schema(retriever.graph_schema)
     out: dict[str, Any] = defaultdict(int)
     latencies: list[float] = []
     for question in questions:
@@ -346,7 +343,7 @@ async def run(per_type: int = 5, latency_per_type: int = 2, validity_check: bool
     local = LlamaCppLM(LOCAL)
     unguarded = LlamaCppLM(LOCAL, repetition_guard=False)
     results = {
-        "LexicalLM": await accuracy(kb, rows, LexicalLM(knowledge_base=kb), typed=False),
+        "LexicalLM": await accuracy(kb, rows, LexicalLM(knowledge_base=kb)),
         "local (default prompt)": await accuracy(kb, rows, local),
         "local (+4 examples)": await accuracy(kb, rows, local, instructions=DEFAULT_RETRIEVER_INSTRUCTIONS + EXAMPLES),
         "local (4 demos as messages)": await accuracy(kb, rows, local, demos=True),

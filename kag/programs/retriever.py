@@ -160,6 +160,7 @@ class KnowledgeRetriever(Module):
         self.use_outputs_schema = bool(use_outputs_schema)
         self._template = compile_template(prompt_template if prompt_template is not None else DEFAULT_INPUT_TEMPLATE)
         self._schemas: dict[tuple[bool, bool], dict[str, Any]] = {}
+        self._pinned_schema: dict[str, Any] | None = None
         _ = self.search_schema  # built now: a schema that cannot be built fails here, not at the first call
         demos: list[Demo] = []
         for i, pair in enumerate(examples or ()):
@@ -203,6 +204,8 @@ class KnowledgeRetriever(Module):
         write is plannable; HTTP models get the plain one (OpenAI strict mode refuses a root union).
         Per model, not per module: a training ``teacher`` put in place gets the schema it can fill.
         """
+        if self._pinned_schema is not None:
+            return self._pinned_schema
         key = typed, full = self._schema_kind()
         if key not in self._schemas:
             if self.max_hops > 1:
@@ -218,6 +221,13 @@ class KnowledgeRetriever(Module):
                     else triplet_search_schema(self.graph_schema)
                 )
         return self._schemas[key]
+
+    @search_schema.setter
+    def search_schema(self, schema: dict[str, Any] | None) -> None:
+        """Pin one schema for every model (``None`` goes back to the schema chosen per model)."""
+        if schema is not None and not isinstance(schema, dict):
+            raise ConfigError(f"search_schema must be a JSON schema dict or None, got {type(schema).__name__}.")
+        self._pinned_schema = schema
 
     def _schema_kind(self) -> tuple[bool, bool]:
         """(typed, full) for the current model: typed under a grammar; full with the extended language."""

@@ -303,6 +303,13 @@ async def test_each_model_gets_the_search_schema_it_can_fill_and_demos_read_like
     assert "subject_where" in str(retriever.search_schema)
     retriever.language_model = program.modules["answerer"].language_model = Constrained(knowledge_base=capitals_kb)
     assert retriever.search_schema is typed
+    pinned = kag.triplet_search_schema(retriever.graph_schema)
+    retriever.search_schema = pinned  # a user's own schema holds for every model until unpinned
+    assert retriever.search_schema is pinned
+    retriever.search_schema = None
+    assert retriever.search_schema is typed
+    with pytest.raises(kag.errors.ConfigError, match="search_schema must be"):
+        retriever.search_schema = "plain"  # type: ignore[assignment]
     hop = _search("City", "*", "Country", "France")
     defaults = {"subject_where": [], "object_where": [], "order_by": None, "limit": None}
     kept = {"subject_from": "first_subject"}  # not its default: kept, though the model cannot write it
