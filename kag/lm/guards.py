@@ -118,8 +118,8 @@ def spans_schema(schema: dict[str, Any], fields: Iterable[str], values: Iterable
         for name in names & set(properties):
             child = properties[name]
             if isinstance(child, dict) and child.get("type") == "string":
-                properties[name] = {**{k: v for k, v in child.items() if k not in ("pattern", "maxLength")},
-                                    "enum": allowed}  # fmt: skip
+                kept = {k: v for k, v in child.items() if k not in ("pattern", "maxLength")}
+                properties[name] = {**kept, "enum": allowed}
 
     _walk(narrowed, visit)
     return narrowed

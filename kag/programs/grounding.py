@@ -2,9 +2,9 @@
 
 A ``Generator`` that answers from retrieved facts gets, per call, a copy of its output
 schema (:func:`kag.lm.guards.grounded_schema`) in which every list-of-names field
-(``list[str]``) may only hold the names (and property values) this module finds in those facts: a dynamic enum,
-like the labels of a triplet search. A model
-sampling under that schema (a grammar) cannot name an entity it did not retrieve, and any
+(``list[str]``) may only hold the names (and property values) this module finds in those
+facts: a dynamic enum, like the labels of a triplet search. A model sampling under that
+schema (a grammar) cannot name an entity it did not retrieve, and any
 other model's answer that does is refused and repaired. With no facts the list must stay
 empty: the answer is "not found", never a guess.
 """
