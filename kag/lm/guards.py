@@ -5,6 +5,8 @@ decodes under a schema:
 
 - :func:`bound_schema` gives every array without ``maxItems`` a bound, so a
   grammar built from the schema cannot let a list grow until the token limit;
+- :func:`choices_schema` narrows the enums of a schema (and of its union's variants) to the
+  values a caller allows, such as the labels and flags of the worked examples a call shows;
 - :func:`grounded_schema` turns the ``list[str]`` name fields of an answer schema
   into a dynamic enum of the names a caller allows (an empty list says "not found");
 - :class:`RepetitionGuard` reads a JSON answer as it is generated and reports the
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,9 +29,12 @@ __all__ = [
     "Repetition",
     "RepetitionGuard",
     "bound_schema",
+    "choices_schema",
+    "grounded_numbers",
     "grounded_schema",
     "spans_schema",
     "text_spans",
+    "whole_list_schema",
 ]
 
 NOT_FOUND_NOTE = "An empty list means the answer is not in the retrieved facts (not found in the knowledge graph)."
@@ -84,6 +89,7 @@ def bound_schema(schema: dict[str, Any], max_items: int) -> dict[str, Any]:
 
 
 _WORD = re.compile(r"[^\W_](?:[\w'’.-]*[^\W_])?")
+_POSSESSIVE = re.compile(r"['’]s$")
 
 
 def text_spans(texts: Iterable[str], max_words: int = 5) -> list[str]:
@@ -95,6 +101,10 @@ def text_spans(texts: Iterable[str], max_words: int = 5) -> list[str]:
     spans: dict[str, None] = {}
     for text in texts:
         words = _WORD.findall(text)
+        for word in words:  # "Ghana's capital" names Ghana: the possessive's stem is a span too
+            stem = _POSSESSIVE.sub("", word)
+            if stem != word and stem:
+                spans.setdefault(stem, None)
         for size in range(1, max_words + 1):
             for start in range(len(words) - size + 1):
                 spans.setdefault(" ".join(words[start : start + size]), None)
@@ -122,6 +132,65 @@ def spans_schema(schema: dict[str, Any], fields: Iterable[str], values: Iterable
                 properties[name] = {**kept, "enum": allowed}
 
     _walk(narrowed, visit)
+    return narrowed
+
+
+def choices_schema(schema: dict[str, Any], allowed: Mapping[str, Iterable[Any]]) -> dict[str, Any]:
+    """A copy of ``schema`` where each property named in ``allowed`` may only take those values.
+
+    A property with an enum keeps the values of its enum that are allowed (in its order); a
+    string or boolean property without one gets the allowed values as its enum. A union
+    (``anyOf`` / ``oneOf``) variant left with an empty enum is dropped, so a variant survives
+    only when it can still be written. Fields not named keep their schema.
+
+    Raises:
+        InvalidInputError: no variant of the schema can hold the allowed values.
+    """
+    wanted = {name: list(dict.fromkeys(values)) for name, values in allowed.items()}
+    narrowed = copy.deepcopy(schema)
+
+    def empty(node: dict[str, Any]) -> bool:
+        properties = node.get("properties")
+        if not isinstance(properties, dict):
+            return False
+        return any(isinstance(p, dict) and p.get("enum") == [] for p in properties.values())
+
+    def visit(node: dict[str, Any]) -> None:
+        properties = node.get("properties")
+        if isinstance(properties, dict):
+            for name in set(wanted) & set(properties):
+                child = properties[name]
+                if not isinstance(child, dict):
+                    continue
+                if isinstance(child.get("enum"), list):
+                    child["enum"] = [v for v in child["enum"] if v in wanted[name]]
+                elif child.get("type") in ("string", "boolean"):
+                    kind = str if child["type"] == "string" else bool
+                    child["enum"] = [v for v in wanted[name] if isinstance(v, kind)]
+        for key in ("anyOf", "oneOf"):
+            variants = node.get(key)
+            if isinstance(variants, list):
+                for variant in variants:
+                    if isinstance(variant, dict):
+                        visit(variant)
+                node[key] = [v for v in variants if not (isinstance(v, dict) and empty(v))]
+                if not node[key]:
+                    raise InvalidInputError(f"no variant of the schema can hold the allowed values {wanted}.")
+
+    def walk(node: Any) -> None:
+        if not isinstance(node, dict):
+            return
+        visit(node)
+        for key in ("properties", "$defs", "definitions"):
+            children = node.get(key)
+            if isinstance(children, dict):
+                for child in children.values():
+                    walk(child)
+        walk(node.get("items"))
+
+    walk(narrowed)
+    if empty(narrowed):
+        raise InvalidInputError(f"the schema cannot hold the allowed values {wanted}.")
     return narrowed
 
 
@@ -182,6 +251,85 @@ def grounded_schema(
     missing = sorted((wanted or set()) - found)
     if missing:
         raise InvalidInputError(f"grounded_schema: field(s) {missing} are not lists of strings in the schema.")
+    return grounded
+
+
+def whole_list_schema(
+    schema: dict[str, Any], names: Iterable[str], *, fields: Iterable[str], singles: Iterable[str] = ()
+) -> dict[str, Any]:
+    """A copy of an answer schema whose list ``fields`` are empty, exactly ``names``, or one of ``singles``.
+
+    For an answer whose set the search already decided (the entities it found on the side it asked
+    for): the model only says whether the facts answer the question (``names``) or not (``[]``,
+    "not found"), instead of picking names one by one, which a small model stops doing early.
+    ``singles`` are one-item answers also allowed (a value the facts state about the named entity).
+
+    Raises:
+        InvalidInputError: a field is not a property of the schema, or a name is not a string.
+    """
+    if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
+        raise InvalidInputError("whole_list_schema needs an object JSON schema with 'properties'.")
+    chosen: list[str] = []
+    for name in names:
+        if not isinstance(name, str):
+            raise InvalidInputError(f"names must be strings, got {type(name).__name__}: {name!r}.")
+        if name not in chosen:
+            chosen.append(name)
+    whole = copy.deepcopy(schema)
+    for key in fields:
+        prop = whole["properties"].get(key)
+        if not isinstance(prop, dict):
+            raise InvalidInputError(f"whole_list_schema: {key!r} is not a property of the schema.")
+        described = f"{prop.get('description', '')} {NOT_FOUND_NOTE}".strip()
+        options: list[list[str]] = [[], chosen] if chosen else [[]]
+        for single in singles:
+            if not isinstance(single, str):
+                raise InvalidInputError(f"singles must be strings, got {type(single).__name__}: {single!r}.")
+            if [single] not in options:
+                options.append([single])
+        whole["properties"][key] = {"description": described, "enum": options}
+    return whole
+
+
+def grounded_numbers(schema: dict[str, Any], allowed: Iterable[int], *, fields: Iterable[str]) -> dict[str, Any]:
+    """A copy of an answer schema whose integer ``fields`` may only hold ``allowed`` (or ``null``).
+
+    The integer variant of each field becomes an enum of ``allowed``; a nullable field keeps its
+    ``null``, and with no allowed number it can only be ``null``. A field that is neither an
+    integer nor a nullable integer is refused. A non-nullable field with no allowed number is left
+    as it is (there is nothing it could be grounded in).
+
+    Raises:
+        InvalidInputError: a field is not an integer field of the schema, or a value is not an integer.
+    """
+    if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
+        raise InvalidInputError("grounded_numbers needs an object JSON schema with 'properties'.")
+    numbers: list[int] = []
+    for value in allowed:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidInputError(f"allowed numbers must be integers, got {type(value).__name__}: {value!r}.")
+        if value not in numbers:
+            numbers.append(value)
+    grounded = copy.deepcopy(schema)
+    for key in fields:
+        prop = grounded["properties"].get(key)
+        if not isinstance(prop, dict):
+            raise InvalidInputError(f"grounded_numbers: {key!r} is not a property of the schema.")
+        options = prop.get("anyOf")
+        if isinstance(options, list):
+            ints = [o for o in options if isinstance(o, dict) and o.get("type") == "integer"]
+            nulls = [o for o in options if isinstance(o, dict) and o.get("type") == "null"]
+            if len(ints) != 1 or len(ints) + len(nulls) != len(options):
+                raise InvalidInputError(f"grounded_numbers: {key!r} is not an integer or a nullable integer.")
+            if numbers:
+                ints[0]["enum"] = list(numbers)
+            else:
+                prop["anyOf"] = nulls
+        elif prop.get("type") == "integer":
+            if numbers:
+                prop["enum"] = list(numbers)
+        else:
+            raise InvalidInputError(f"grounded_numbers: {key!r} is not an integer or a nullable integer.")
     return grounded
 
 

@@ -13,8 +13,8 @@ from pydantic import BaseModel
 from kag.datamodels.base import DataModel
 from kag.errors import ConfigError, SchemaError
 from kag.lm.base import LanguageModel, Message
-from kag.lm.guards import grounded_schema
-from kag.programs.grounding import fact_names, name_fields
+from kag.lm.guards import grounded_numbers, grounded_schema, whole_list_schema
+from kag.programs.grounding import asked_names, fact_names, fact_numbers, name_fields, named_values, number_fields
 from kag.programs.module import (
     Module,
     as_list,
@@ -136,7 +136,16 @@ class Generator(Module):
         grounded: when the inputs carry retrieved ``facts``, every ``list[str]`` field of
             ``data_model`` (the names that answer) may only hold names of the entities in those
             facts: a per-call enum the model cannot step out of (none retrieved: the list stays
-            empty). ``False`` lets the model name anything.
+            empty); when the facts come with the search that found them and it asks for one side,
+            only that side's names. Every integer field (``int | None``) may only hold a number the
+            facts state (the count, an integer property) or ``null``. ``False`` lets the model
+            write anything.
+        whole_answers: when the facts' search asked for one side, each list-of-names field is
+            either empty ("not found"), every name found on that side, or one value the facts
+            state about the named entity ("What is the population of Tokyo?"): the search decides
+            the set, the model decides whether (and how) the facts answer the question. ``None`` (the default)
+            turns it on for a model that decodes under a grammar (the packaged local model),
+            which otherwise stops listing early; ``False`` lets the model pick names one by one.
         trainable: whether training may change the module's variable (its instructions and
             demos, starting from ``instructions`` and ``examples``; see :mod:`kag.training`).
 
@@ -159,6 +168,7 @@ class Generator(Module):
         description: str | None = None,
         trainable: bool = True,
         grounded: bool = True,
+        whole_answers: bool | None = None,
     ) -> None:
         super().__init__(name=name, description=description)
         if (data_model is None) == (schema is None):
@@ -180,7 +190,11 @@ class Generator(Module):
         self.use_outputs_schema = bool(use_outputs_schema)
         self.return_inputs = bool(return_inputs)
         self.grounded = bool(grounded)
+        if whole_answers is not None and not isinstance(whole_answers, bool):
+            raise ConfigError(f"whole_answers must be True, False or None (automatic), got {whole_answers!r}.")
+        self.whole_answers = whole_answers
         self._name_fields = name_fields(data_model) if self.schema is None else []
+        self._number_fields = number_fields(data_model) if self.schema is None else []
         self._template = compile_template(prompt_template if prompt_template is not None else DEFAULT_INPUT_TEMPLATE)
         demos: list[Demo] = []
         for i, pair in enumerate(examples or ()):
@@ -268,6 +282,12 @@ class Generator(Module):
         user = render_template(self._template, template_variables(inputs))
         return build_messages(system, user, shots)
 
+    def _whole_answers(self) -> bool:
+        """``whole_answers``, or automatically: whether the model decodes under a grammar."""
+        if self.whole_answers is not None:
+            return self.whole_answers
+        return bool(getattr(self.language_model, "constrained_decoding", False))
+
     def output_schema(self) -> dict[str, Any]:
         """The JSON schema the answer must satisfy (``schema=``, or ``data_model``'s)."""
         return self.schema if self.schema is not None else self.data_model.model_json_schema()
@@ -283,6 +303,15 @@ class Generator(Module):
         allowed = fact_names(items) if self.grounded and self._name_fields else None
         if allowed is not None:
             target = grounded_schema(self.data_model.model_json_schema(), allowed, fields=self._name_fields)
+        asked = asked_names(items) if allowed is not None and self._whole_answers() else None
+        if asked:
+            target = whole_list_schema(
+                self.data_model.model_json_schema(), asked, fields=self._name_fields, singles=named_values(items)
+            )
+        numbers = fact_numbers(items) if self.grounded and self._number_fields else None
+        if numbers is not None:
+            base = target if isinstance(target, dict) else self.data_model.model_json_schema()
+            target = grounded_numbers(base, numbers, fields=self._number_fields)
         raw = await self.language_model.generate(messages, target, schema_name=schema_name_for(self.data_model))
         if allowed is not None:  # a name given twice is given once
             raw = {**raw, **{f: list(dict.fromkeys(raw[f])) for f in self._name_fields if isinstance(raw.get(f), list)}}
@@ -319,6 +348,7 @@ class Generator(Module):
             "use_outputs_schema": self.use_outputs_schema,
             "return_inputs": self.return_inputs,
             "grounded": self.grounded,
+            "whole_answers": self.whole_answers,
         }
 
     @classmethod
@@ -343,6 +373,7 @@ class Generator(Module):
             use_outputs_schema=bool(config.get("use_outputs_schema", False)),
             return_inputs=bool(config.get("return_inputs", False)),
             grounded=bool(config.get("grounded", True)),
+            whole_answers=config.get("whole_answers"),
             name=name,
             description=config.get("description"),
         ).restore_variable(config)

@@ -6,7 +6,9 @@ schema (:func:`kag.lm.guards.grounded_schema`) in which every list-of-names fiel
 facts: a dynamic enum, like the labels of a triplet search. A model sampling under that
 schema (a grammar) cannot name an entity it did not retrieve, and any
 other model's answer that does is refused and repaired. With no facts the list must stay
-empty: the answer is "not found", never a guess.
+empty: the answer is "not found", never a guess. An integer field (``int`` or ``int | None``)
+likewise may only hold a number the facts state (a counting search's count, an integer
+property) or ``null``: a small model cannot write a number it was not shown.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["fact_names", "name_fields"]
+__all__ = ["asked_names", "fact_names", "fact_numbers", "name_fields", "named_values", "number_fields"]
 
 
 def name_fields(model: type[BaseModel]) -> list[str]:
@@ -41,6 +43,11 @@ def fact_names(inputs: Iterable[Any]) -> list[str] | None:
     """The entity names in the ``facts`` of ``inputs`` (models or dicts), in order, once each, the
     ``count`` of a counting search, and the property values the facts' entities hold.
 
+    When the input also carries the one-pattern ``search`` that found the facts and that search
+    names one side and asks for the other (``"*"``), the names are those of the asked side only:
+    "What is the capital of Peru?" is answered by the cities found, never by Peru. (A
+    ``bidirectional`` search may find the named entity on either side; it is left out by name.)
+
     ``None`` when no input carries a ``facts`` field: the call does not answer from facts.
     """
     names: dict[str, None] = {}
@@ -52,9 +59,13 @@ def fact_names(inputs: Iterable[Any]) -> list[str] | None:
         seen_facts = True
         if isinstance(data.get("count"), int):  # a counting search's number is a value it was shown
             names.setdefault(str(data["count"]), None)
-        for fact in data.get("facts") or ():
-            if not isinstance(fact, Mapping):
-                continue
+        facts = [f for f in data.get("facts") or () if isinstance(f, Mapping)]
+        asked = _asked_names(data.get("search"), facts)
+        if asked:
+            for name in asked:
+                names.setdefault(name, None)
+            continue
+        for fact in facts:
             entities = [fact.get("subject"), fact.get("object"), *(fact.get("path") or ())]
             for entity in entities:
                 name = _entity_name(entity)
@@ -64,6 +75,104 @@ def fact_names(inputs: Iterable[Any]) -> list[str] | None:
                 for value in _values(entity):
                     names.setdefault(value, None)
     return list(names) if seen_facts else None
+
+
+def asked_names(inputs: Iterable[Any]) -> list[str] | None:
+    """The names on the asked side of the facts, when every input with ``facts`` says which side
+    its one-pattern ``search`` asked for (``None`` otherwise, or when no input carries facts)."""
+    names: dict[str, None] = {}
+    seen = False
+    for item in inputs:
+        data = item.model_dump(mode="json") if isinstance(item, BaseModel) else item
+        if not isinstance(data, Mapping) or "facts" not in data:
+            continue
+        seen = True
+        facts = [f for f in data.get("facts") or () if isinstance(f, Mapping)]
+        if not _asks_one_side(data.get("search")):
+            return None
+        for name in _asked_names(data.get("search"), facts):
+            names.setdefault(name, None)
+    return list(names) if seen else None
+
+
+def named_values(inputs: Iterable[Any]) -> list[str]:
+    """The property values (as text) of the entities on the named side of each input's asking search.
+
+    "What is the population of Tokyo?" searches from Tokyo to its country: the answer is a value
+    the facts state about Tokyo, not a name on the asked side.
+    """
+    values: dict[str, None] = {}
+    for item in inputs:
+        data = item.model_dump(mode="json") if isinstance(item, BaseModel) else item
+        if (
+            not isinstance(data, Mapping)
+            or not _asks_one_side(data.get("search"))
+            or data["search"].get("bidirectional")
+        ):
+            continue
+        named = "object" if data["search"]["subject_similarity_search"] == "*" else "subject"
+        for fact in data.get("facts") or ():
+            if isinstance(fact, Mapping):
+                for value in _values(fact.get(named)):
+                    values.setdefault(value, None)
+    return list(values)
+
+
+def _asks_one_side(search: Any) -> bool:
+    if not isinstance(search, Mapping) or "hops" in search or search.get("negated"):
+        return False
+    subject, obj = search.get("subject_similarity_search"), search.get("object_similarity_search")
+    return isinstance(subject, str) and isinstance(obj, str) and (subject == "*") != (obj == "*")
+
+
+def _asked_names(search: Any, facts: list[Mapping[str, Any]]) -> list[str]:
+    """The names on the side a one-pattern search asks for (empty: no single asked side)."""
+    if not _asks_one_side(search):
+        return []
+    subject, obj = search["subject_similarity_search"], search["object_similarity_search"]
+    side, named = ("subject", obj) if subject == "*" else ("object", subject)
+    sides = ("subject", "object") if search.get("bidirectional") else (side,)
+    folded = named.casefold()
+    found: dict[str, None] = {}
+    for fact in facts:
+        for key in sides:
+            name = _entity_name(fact.get(key))
+            if name is not None and (len(sides) == 1 or name.casefold() != folded):
+                found.setdefault(name, None)
+    return list(found)
+
+
+def number_fields(model: type[BaseModel]) -> list[str]:
+    """The fields of ``model`` that hold one integer (annotated ``int`` or ``int | None``)."""
+    fields = []
+    for name, info in model.model_fields.items():
+        args = set(typing.get_args(info.annotation)) or {info.annotation}
+        if int in args and args <= {int, type(None)} and bool not in args:
+            fields.append(name)
+    return fields
+
+
+def fact_numbers(inputs: Iterable[Any]) -> list[int] | None:
+    """The integers the retrieved facts state: the ``count`` of a counting search, then the
+    integer property values of the facts' entities (``None``: no input carries ``facts``)."""
+    numbers: dict[int, None] = {}
+    seen_facts = False
+    for item in inputs:
+        data = item.model_dump(mode="json") if isinstance(item, BaseModel) else item
+        if not isinstance(data, Mapping) or "facts" not in data:
+            continue
+        seen_facts = True
+        if isinstance(data.get("count"), int) and not isinstance(data.get("count"), bool):
+            numbers.setdefault(data["count"], None)
+        for fact in data.get("facts") or ():
+            if not isinstance(fact, Mapping):
+                continue
+            for entity in [fact.get("subject"), fact.get("object"), *(fact.get("path") or ())]:
+                if isinstance(entity, Mapping):
+                    for key, value in entity.items():
+                        if key not in _NOT_VALUES and isinstance(value, int) and not isinstance(value, bool):
+                            numbers.setdefault(value, None)
+    return list(numbers) if seen_facts else None
 
 
 _NOT_VALUES = frozenset({"name", "label", "id", "_id", "embedding", "sources"})

@@ -15,7 +15,7 @@ from kag.errors import ConfigError, InvalidInputError
 from kag.knowledge.base import KnowledgeBase
 from kag.knowledge.knowledge import Knowledge
 from kag.lm.base import LanguageModel, Message
-from kag.lm.guards import spans_schema, text_spans
+from kag.lm.guards import choices_schema, spans_schema, text_spans
 from kag.programs.generator import Example, join_instructions, schema_sections
 from kag.programs.module import (
     Module,
@@ -37,6 +37,7 @@ from kag.programs.prompts import (
     render_template,
     template_variables,
 )
+from kag.programs.skeleton import skeleton
 from kag.query.plan import MAX_HOPS, plan_triplet_search
 from kag.query.triplet import TripletSearch, triplet_chain_schema, triplet_search_schema
 from kag.query.typed_search import EXTENDED_FIELDS, typed_triplet_chain_schema, typed_triplet_search_schema
@@ -87,10 +88,16 @@ class KnowledgeRetriever(Module):
     schemas in the system message), ``return_inputs``, ``return_query``, ``name``,
     ``description``, ``trainable`` (whether training may change the module's variable: its
     instructions and ``(question, search)`` demos, see :mod:`kag.training`), then kag's
-    keyword-only ``max_hops`` and ``quote_names``: with it on (the default for a model that decodes
-    under a grammar, such as the packaged local model) each call's schema lets the similarity texts
+    keyword-only ``max_hops``, ``quote_names`` and ``demo_choices``. With ``quote_names`` on (the
+    default for a model that decodes under a grammar, such as the packaged local model) each call's
+    schema lets the similarity texts
     be only ``"*"`` or a run of up to five words of the inputs, so a small model quotes the name the
-    question holds instead of writing the label or an answer it guessed.
+    question holds instead of writing the label or an answer it guessed. With ``demo_choices`` on
+    (the default for such a model once its demos are chosen per question, as ``KNNFewShot`` does)
+    each call's schema lets the labels, relations and flags take only the values the shown demos'
+    searches use, and a side every demo names (or every demo asks for with ``"*"``) stays named (or
+    asked for): the model picks among the patterns its nearest worked examples show, which a small
+    model does far more reliably than choosing from the whole schema.
     With k-nearest demos (``KNNFewShot``) each question is shown the
     demos whose questions are most similar by the knowledge base's embedder. Called with ``None`` (or an empty list) it
     returns ``None`` without asking the model.
@@ -117,6 +124,7 @@ class KnowledgeRetriever(Module):
         *,
         max_hops: int = 1,
         quote_names: bool | None = None,
+        demo_choices: bool | None = None,
     ) -> None:
         if isinstance(knowledge_base, Knowledge) and knowledge_base.managed:
             knowledge_base = knowledge_base.kb  # a managed Knowledge: search its typed graph
@@ -152,6 +160,9 @@ class KnowledgeRetriever(Module):
         if quote_names is not None and not isinstance(quote_names, bool):
             raise ConfigError(f"quote_names must be True, False or None (automatic), got {quote_names!r}.")
         self.quote_names = quote_names
+        if demo_choices is not None and not isinstance(demo_choices, bool):
+            raise ConfigError(f"demo_choices must be True, False or None (automatic), got {demo_choices!r}.")
+        self.demo_choices = demo_choices
         self.return_inputs = bool(return_inputs)
         self.return_query = bool(return_query)
         self.prompt_template = prompt_template
@@ -235,6 +246,11 @@ class KnowledgeRetriever(Module):
         # a constrained model gets the extended language (conditions, ordering) only when it says so
         return typed, typed and bool(getattr(self.language_model, "full_search_language", False))
 
+    def _chooses_from_demos(self) -> bool:
+        """Automatic ``demo_choices``: a model under a grammar shown the demos nearest its question."""
+        assert self.variable is not None
+        return self._schema_kind()[0] and self.variable.nearest is not None
+
     def set_variable(self, variable: Variable) -> None:
         """Take ``variable``'s instructions and demos; every demo search must plan on this schema.
 
@@ -260,11 +276,17 @@ class KnowledgeRetriever(Module):
         assert self.variable is not None
         if self.variable.nearest is None:
             return list(self.variable.demos)
+        # compared by skeleton (how a question is asked), then by its words (which names it holds)
         text = render_template(self._template, template_variables(inputs))
+
+        def rendered(demo: Demo) -> str:
+            return render_template(self._template, template_variables(demo.input))
+
         return await self.variable.demos_for(
-            text,
+            skeleton(text),
             self.knowledge_base.embedder,
-            lambda d: render_template(self._template, template_variables(d.input)),
+            lambda d: skeleton(rendered(d), _quoted(d.output)),
+            tiebreak=(text, rendered),
         )
 
     def output_variants(self, search: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -393,12 +415,16 @@ class KnowledgeRetriever(Module):
             return None
         items = as_list(inputs)
         given = items if len(items) > 1 else items[0]
-        messages = self.messages(given, await self.demos_for(given))
+        demos = await self.demos_for(given)
+        messages = self.messages(given, demos)
         search = forced_output(self.name)  # an optimizer exploring a variant of this call
         if search is None:
             schema = self.search_schema
+            spans = ["*", *text_spans(_texts(items))]
             if self.quote_names or (self.quote_names is None and self._schema_kind()[0]):
-                schema = spans_schema(schema, SIMILARITY_FIELDS, ["*", *text_spans(_texts(items))])
+                schema = spans_schema(schema, SIMILARITY_FIELDS, spans)
+            if demos and (self.demo_choices or (self.demo_choices is None and self._chooses_from_demos())):
+                schema = choices_schema(schema, demo_choices(demos, spans[1:] if self.max_hops == 1 else None))
             search = await self.language_model.generate(
                 messages,
                 schema,
@@ -443,6 +469,7 @@ class KnowledgeRetriever(Module):
             "return_query": self.return_query,
             "max_hops": self.max_hops,
             "quote_names": self.quote_names,
+            "demo_choices": self.demo_choices,
             "prompt_template": self.prompt_template,
             "instructions": self.instructions
             if self.instructions is None or isinstance(self.instructions, str)
@@ -473,6 +500,7 @@ class KnowledgeRetriever(Module):
             return_query=bool(config.get("return_query", True)),
             max_hops=int(config.get("max_hops", 1)),
             quote_names=config.get("quote_names"),
+            demo_choices=config.get("demo_choices"),
             prompt_template=config.get("prompt_template"),
             instructions=config.get("instructions"),
             examples=[(i, o) for i, o in config.get("examples") or []],
@@ -504,6 +532,39 @@ def _without_defaults(demo: Demo, defaults: Mapping[str, Any]) -> Demo:
     else:
         output = prune(output)
     return demo if output == demo.output else replace(demo, output=output)
+
+
+_CHOICE_FIELDS = ("subject_label", "relation_label", "object_label", "negated", "bidirectional", "count")
+
+
+def demo_choices(demos: Sequence[Demo], spans: Sequence[str] | None = None) -> dict[str, list[Any]]:
+    """The values a search may take when it must follow ``demos``: each field's values across their hops.
+
+    With ``spans`` (the input's quotable texts, one-pattern searches only): a similarity text every
+    demo fills is one of ``spans``, and one every demo leaves ``"*"`` stays ``"*"``.
+    """
+    hops: list[Mapping[str, Any]] = []
+    for demo in demos:
+        out = demo.output
+        hops.extend(h for h in (out["hops"] if isinstance(out.get("hops"), list) else [out]) if isinstance(h, Mapping))
+    allowed: dict[str, list[Any]] = {}
+    for name in _CHOICE_FIELDS:
+        values = [h.get(name, False if name in ("negated", "bidirectional", "count") else None) for h in hops]
+        allowed[name] = list(dict.fromkeys(v for v in values if v is not None))
+    if spans is not None and spans:
+        for name in SIMILARITY_FIELDS:
+            asked = [h.get(name, "*") == "*" for h in hops]
+            if asked and all(asked):
+                allowed[name] = ["*"]
+            elif asked and not any(asked):
+                allowed[name] = list(spans)
+    return {name: values for name, values in allowed.items() if values}
+
+
+def _quoted(search: Mapping[str, Any]) -> list[str]:
+    """The similarity texts a search (or chain) quotes: the names its question holds."""
+    hops = search["hops"] if isinstance(search.get("hops"), list) else [search]
+    return [h[f] for h in hops if isinstance(h, Mapping) for f in SIMILARITY_FIELDS if isinstance(h.get(f), str)]
 
 
 def _texts(items: Sequence[Any]) -> list[str]:

@@ -159,11 +159,22 @@ class Variable:
         self._pool_vectors = None
 
     # -- what a call is shown ----------------------------------------------------------------
-    async def demos_for(self, text: str, embedder: TextEmbedder | None, render: Any = None) -> list[Demo]:
+    async def demos_for(
+        self,
+        text: str,
+        embedder: TextEmbedder | None,
+        render: Any = None,
+        *,
+        tiebreak: tuple[str, Any] | None = None,
+    ) -> list[Demo]:
         """The demos one call is shown: all of them, or the ``nearest`` most similar to ``text``.
 
         ``render(demo) -> str`` gives the text a demo is compared by (default: its input as JSON);
-        similarity is the cosine of ``embedder``'s vectors; ties keep the pool's order.
+        similarity is the cosine of ``embedder``'s vectors. ``tiebreak=(text2, render2)`` ranks
+        demos equally similar by ``text`` by a second comparison (a question's skeleton first,
+        then its words). The chosen demos come least similar first, so the most similar one is
+        shown last, just before the question (on a full tie the earlier demo of the pool counts
+        as more similar).
         """
         if self.nearest is None or len(self.demos) <= self.nearest:
             return list(self.demos)
@@ -172,15 +183,25 @@ class Variable:
         key = (id(embedder), json.dumps([d.key for d in self.demos]))
         if self._pool_key != key or self._pool_vectors is None:
             texts = [render(d) if render is not None else json.dumps(d.input, sort_keys=True) for d in self.demos]
+            if tiebreak is not None:
+                texts += [tiebreak[1](d) for d in self.demos]
             self._pool_vectors = np.asarray(await embedder.embed(texts), dtype=np.float64)
             self._pool_key = key
-        query = np.asarray(await embedder.embed([text]), dtype=np.float64)[0]
-        scores = self._pool_vectors @ query
-        norms = np.linalg.norm(self._pool_vectors, axis=1) * (np.linalg.norm(query) or 1.0)
-        scores = np.where(norms > 0, scores / np.where(norms > 0, norms, 1.0), 0.0)
+        n = len(self.demos)
+        queries = [text] if tiebreak is None else [text, tiebreak[0]]
+        vectors = np.asarray(await embedder.embed(queries), dtype=np.float64)
+        scores = [_cosines(self._pool_vectors[i * n : (i + 1) * n], vectors[i]) for i in range(len(queries))]
+        second = scores[1] if len(scores) > 1 else np.zeros(n)
         # stable: the highest score first, the earlier demo on a tie
-        order = sorted(range(len(self.demos)), key=lambda i: (-_finite(float(scores[i])), i))[: self.nearest]
-        return [self.demos[i] for i in sorted(order)]
+        order = sorted(range(n), key=lambda i: (-_finite(float(scores[0][i])), -_finite(float(second[i])), i))
+        # shown most similar last, next to the question: a small model copies the nearest example most
+        return [self.demos[i] for i in reversed(order[: self.nearest])]
+
+
+def _cosines(pool: np.ndarray, query: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(pool, axis=1) * (np.linalg.norm(query) or 1.0)
+    dots = pool @ query
+    return np.where(norms > 0, dots / np.where(norms > 0, norms, 1.0), 0.0)
 
 
 def _finite(value: float) -> float:

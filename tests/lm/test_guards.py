@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from kag.datamodels.base import DataModel, Field
 from kag.errors import InvalidInputError, JSONSchemaValidationError
@@ -163,3 +164,82 @@ def test_spans_schema_narrows_only_the_named_string_fields() -> None:
     validate_json_schema({"subject_similarity_search": "France"}, narrowed)
     with pytest.raises(JSONSchemaValidationError):
         validate_json_schema({"subject_similarity_search": "Paris"}, narrowed)
+
+
+def test_choices_schema_narrows_enums_drops_unwritable_variants_and_refuses_an_empty_schema() -> None:
+    from kag.lm.guards import choices_schema
+
+    schema = {
+        "anyOf": [
+            {
+                "type": "object",
+                "properties": {"relation": {"type": "string", "enum": ["A", "B"]}, "flag": {"type": "boolean"}},
+            },
+            {
+                "type": "object",
+                "properties": {"relation": {"type": "string", "enum": ["C"]}, "flag": {"type": "boolean"}},
+            },
+        ]
+    }
+    narrowed = choices_schema(schema, {"relation": ["B", "Z"], "flag": [False]})
+    assert narrowed["anyOf"] == [
+        {
+            "type": "object",
+            "properties": {"relation": {"type": "string", "enum": ["B"]}, "flag": {"type": "boolean", "enum": [False]}},
+        }
+    ]
+    assert schema["anyOf"][0]["properties"]["relation"]["enum"] == ["A", "B"]  # a copy
+    with pytest.raises(InvalidInputError, match="no variant"):
+        choices_schema(schema, {"relation": ["Z"]})
+
+
+def test_whole_list_schema_allows_nothing_or_everything() -> None:
+    from kag.lm.guards import whole_list_schema
+    from kag.lm.jsonschema_check import validate_json_schema
+
+    class Names(BaseModel):
+        entities: list[str]
+
+    whole = whole_list_schema(Names.model_json_schema(), ["Lyon", "Paris", "Lyon"], fields=["entities"])
+    validate_json_schema({"entities": ["Lyon", "Paris"]}, whole)
+    validate_json_schema({"entities": []}, whole)
+    with pytest.raises(JSONSchemaValidationError):
+        validate_json_schema({"entities": ["Lyon"]}, whole)
+    assert NOT_FOUND_NOTE in whole["properties"]["entities"]["description"]
+    assert whole_list_schema(Names.model_json_schema(), [], fields=["entities"])["properties"]["entities"]["enum"] == [
+        []
+    ]
+    with pytest.raises(InvalidInputError):
+        whole_list_schema(Names.model_json_schema(), ["x"], fields=["missing"])
+
+
+def test_grounded_numbers_allow_only_stated_numbers_or_null() -> None:
+    from kag.lm.guards import grounded_numbers
+    from kag.lm.jsonschema_check import validate_json_schema
+
+    class Counted(BaseModel):
+        number: int | None
+        total: int
+        label: str
+
+    schema = Counted.model_json_schema()
+    stated = grounded_numbers(schema, [4, 12, 4], fields=["number", "total"])
+    validate_json_schema({"number": 12, "total": 4, "label": "x"}, stated)
+    validate_json_schema({"number": None, "total": 4, "label": "x"}, stated)
+    with pytest.raises(JSONSchemaValidationError):
+        validate_json_schema({"number": 5, "total": 4, "label": "x"}, stated)
+    nothing = grounded_numbers(schema, [], fields=["number", "total"])
+    with pytest.raises(JSONSchemaValidationError):
+        validate_json_schema({"number": 3, "total": 3, "label": "x"}, nothing)  # only null is left
+    validate_json_schema({"number": None, "total": 3, "label": "x"}, nothing)  # nothing to ground `total` in
+    with pytest.raises(InvalidInputError, match="not an integer"):
+        grounded_numbers(schema, [1], fields=["label"])
+    with pytest.raises(InvalidInputError, match="integers"):
+        grounded_numbers(schema, [True], fields=["number"])
+
+
+def test_text_spans_also_offer_a_possessive_s_stem() -> None:
+    from kag.lm.guards import text_spans
+
+    spans = text_spans(["What's Ghana's capital?"])
+    assert "Ghana" in spans and "Ghana's" in spans and "Ghana's capital" in spans

@@ -111,3 +111,52 @@ async def test_grounding_can_be_turned_off_and_applies_only_to_facts() -> None:
     assert "enum" not in str(plain.calls[0]["schema"]["properties"]["entities"])
     config = generator(free, grounded=False).get_config()
     assert config["grounded"] is False
+
+
+def asking(subject_text: str, object_text: str, **flags: Any) -> dict[str, Any]:
+    return {
+        "subject_label": "City",
+        "subject_similarity_search": subject_text,
+        "relation_label": "IsCapitalOf",
+        "object_label": "Country",
+        "object_similarity_search": object_text,
+        "negated": False,
+        "bidirectional": False,
+        "count": False,
+    } | flags
+
+
+class Searched(kag.DataModel):
+    query: str
+    search: dict[str, Any] | None
+    facts: list[dict[str, Any]]
+    count: int | None = None
+
+
+def test_the_names_of_an_asking_search_are_those_of_the_side_it_asked_for() -> None:
+    from kag.programs.grounding import asked_names
+
+    facts = [fact("Paris", "France"), fact("Lyon", "France")]
+    capitals = Searched(query="q", search=asking("*", "France"), facts=facts)
+    assert fact_names([capitals]) == ["Paris", "Lyon"] == asked_names([capitals])
+    countries = Searched(query="q", search=asking("Paris", "*"), facts=facts[:1])
+    assert fact_names([countries]) == ["France"]
+    # either way round: the named entity may be found on both sides, and is left out by name
+    both = Searched(query="q", search=asking("paris", "*", bidirectional=True), facts=[fact("France", "Paris")])
+    assert asked_names([both]) == ["France"]
+    # no single asked side (both named, both "*", a negation, a chain): every name, and no asked names
+    for search in (asking("Paris", "France"), asking("*", "*"), asking("*", "France", negated=True), {"hops": []}):
+        unasked = Searched(query="q", search=search, facts=facts)
+        assert fact_names([unasked]) == ["Paris", "France", "Lyon"]
+        assert asked_names([unasked]) is None
+    assert asked_names([{"query": "no facts"}]) is None
+
+
+def test_number_fields_and_the_numbers_facts_state() -> None:
+    from kag.programs.grounding import fact_numbers, number_fields
+
+    assert number_fields(Answer) == ["number"]
+    stated = fact("Delhi", "India")
+    stated["subject"].update({"population": 11034555, "capital": True, "area": 1484.0})
+    assert fact_numbers([Retrieved(query="q", facts=[stated], count=3)]) == [3, 11034555]
+    assert fact_numbers([{"query": "no facts"}]) is None

@@ -1,0 +1,190 @@
+"""What a trained program gives a model that decodes under a grammar: demos chosen by how a
+question is asked, a search schema narrowed to the patterns those demos show, and answers whose
+sets the search decided."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import kag
+from kag.lm import ScriptedLM
+from kag.programs.skeleton import MASK, skeleton
+from kag.training import Demo, Variable
+
+from .conftest import Query, _search, build_program
+
+
+class ConstrainedScript(ScriptedLM):
+    constrained_decoding = True  # as LlamaCppLM: narrowed schemas are what it samples under
+
+
+def test_a_skeleton_masks_names_and_keeps_how_the_question_is_asked() -> None:
+    assert skeleton("What is the capital of South Korea?") == f"what is the capital of {MASK}"
+    assert skeleton("What's Ghana's capital?") == f"what's {MASK} capital"
+    assert skeleton("Bayanhongor is a province of which country?") == f"{MASK} is a province of which country"
+    assert skeleton("How many cities have 120000 people?") == f"how many cities have {MASK} people"
+    # a demo's own quoted names are masked even when they are not capitalized
+    assert skeleton("which packages depend on numpy", ["numpy"]) == f"which packages depend on {MASK}"
+
+
+async def test_nearest_demos_are_the_questions_asked_the_same_way_most_similar_last(capitals_kb) -> None:
+    program = build_program(capitals_kb, ConstrainedScript([]))
+    retriever = program.modules["retriever"]
+    demos = [
+        Demo({"query": "Which country has the capital Brask?"}, _search("City", "Brask", "Country", "*")),
+        Demo({"query": "What is the capital of Tovania?"}, _search("City", "*", "Country", "Tovania")),
+        Demo({"query": "What is the capital city of Marisol?"}, _search("City", "*", "Country", "Marisol")),
+    ]
+    retriever.set_variable(Variable(demos=demos, nearest=2))
+    # the raw words favour the demo naming Brask; the skeleton favours the capital-of questions
+    shown = await retriever.demos_for(Query(query="What is the capital of Brask?"))
+    assert [d.input["query"] for d in shown] == [
+        "What is the capital city of Marisol?",
+        "What is the capital of Tovania?",  # the nearest comes last, next to the question
+    ]
+
+
+async def test_equal_skeletons_are_ranked_by_their_words() -> None:
+    class Words:
+        async def embed(self, texts: list[str]) -> Any:
+            vocabulary = sorted({w for t in texts for w in t.lower().split()} | {"elandor", "zorvik", "name"})
+            return [[float(w in t.lower().split()) for w in vocabulary] for t in texts]
+
+    variable = Variable(
+        demos=[Demo({"q": "capital of Zorvik"}, {}), Demo({"q": "capital of Elandor"}, {})],
+        nearest=1,
+    )
+    chosen = await variable.demos_for(
+        "capital of NAME",
+        Words(),
+        lambda d: "capital of NAME",
+        tiebreak=("capital of Elandor", lambda d: d.input["q"]),
+    )
+    assert [d.input["q"] for d in chosen] == ["capital of Elandor"]
+
+
+async def test_a_constrained_model_shown_nearest_demos_may_only_follow_their_patterns(capitals_kb) -> None:
+    asked = _search("City", "*", "Country", "Elandor")
+    lm = ConstrainedScript([asked])
+    program = build_program(capitals_kb, lm)
+    retriever = program.modules["retriever"]
+    demos = [
+        Demo({"query": "What is the capital of Tovania?"}, _search("City", "*", "Country", "Tovania")),
+        Demo({"query": "What is the capital of Marisol?"}, _search("City", "*", "Country", "Marisol")),
+        Demo({"query": "Which country has the capital Brask?"}, _search("City", "Brask", "Country", "*")),
+    ]
+    retriever.set_variable(Variable(demos=demos, nearest=2))
+    answer = await program(Query(query="What is the capital of Elandor?"))
+    assert answer.entities == ["Zorvik"]
+    schema = lm.calls[0]["schema"]
+    variants = schema["anyOf"]
+    assert {v["properties"]["relation_label"]["enum"][0] for v in variants} == {"IsCapitalOf"}  # not IsCityOf
+    assert all(v["properties"]["subject_label"]["enum"] == ["City"] for v in variants)
+    assert all(v["properties"]["count"]["enum"] == [False] for v in variants)
+    # both shown demos ask for the subject and name the object: so must this search
+    assert all(v["properties"]["subject_similarity_search"]["enum"] == ["*"] for v in variants)
+    assert all("*" not in v["properties"]["object_similarity_search"]["enum"] for v in variants)
+    assert "Elandor" in variants[0]["properties"]["object_similarity_search"]["enum"]
+
+
+def relations(schema: dict[str, Any]) -> set[str]:
+    return {r for v in schema["anyOf"] for r in v["properties"]["relation_label"]["enum"]}
+
+
+async def test_demo_choices_are_off_without_nearest_demos_and_can_be_set(capitals_kb) -> None:
+    asked = _search("City", "*", "Country", "Elandor")
+    demos = [Demo({"query": "What is the capital of Tovania?"}, _search("City", "*", "Country", "Tovania"))]
+    fixed = ConstrainedScript([asked])
+    program = build_program(capitals_kb, fixed)
+    program.modules["retriever"].set_variable(Variable(demos=demos))  # every demo shown: no narrowing
+    await program(Query(query="What is the capital of Elandor?"))
+    assert "IsCityOf" in relations(fixed.calls[0]["schema"])
+    forced = ConstrainedScript([asked])
+    program = build_program(capitals_kb, forced, demo_choices=True)
+    program.modules["retriever"].set_variable(Variable(demos=demos))
+    await program(Query(query="What is the capital of Elandor?"))
+    assert relations(forced.calls[0]["schema"]) == {"IsCapitalOf"}
+    assert program.modules["retriever"].get_config()["demo_choices"] is True
+    with pytest.raises(kag.errors.ConfigError, match="demo_choices"):
+        build_program(capitals_kb, forced, demo_choices="on")
+
+
+class Answer(kag.DataModel):
+    answer: str = kag.Field(description="The answer")
+    entities: list[str] = kag.Field(description="The names that answer")
+    number: int | None = kag.Field(description="A count, else null")
+
+
+class Retrieved(kag.DataModel):
+    query: str
+    search: dict[str, Any] | None = None
+    facts: list[dict[str, Any]]
+    count: int | None = None
+
+
+def fact(city: str, country: str, population: int) -> dict[str, Any]:
+    return {
+        "text": f"{city} -[IsCityOf]-> {country}",
+        "score": 1.0,
+        "subject": {"label": "City", "name": city, "population": population},
+        "object": {"label": "Country", "name": country},
+    }
+
+
+CITIES = Retrieved(
+    query="Which cities are in Elandor?",
+    search=_search("City", "*", "Country", "Elandor") | {"relation_label": "IsCityOf"},
+    facts=[fact("Zorvik", "Elandor", 120000), fact("Quenta", "Elandor", 80000)],
+)
+
+
+async def test_a_constrained_answer_lists_every_name_the_search_asked_for_or_none() -> None:
+    lm = ConstrainedScript(
+        [
+            {"answer": "Zorvik", "entities": ["Zorvik"], "number": None},
+            {"answer": "Zorvik and Quenta", "entities": ["Zorvik", "Quenta"], "number": None},
+        ]
+    )
+    generator = kag.Generator(data_model=Answer, language_model=lm)
+    result = await generator(CITIES)
+    assert result.entities == ["Zorvik", "Quenta"]  # the partial list was refused and repaired
+    entities = lm.calls[0]["schema"]["properties"]["entities"]
+    assert entities["enum"] == [[], ["Zorvik", "Quenta"]]  # never Elandor, the name it asked about
+    number = lm.calls[0]["schema"]["properties"]["number"]
+    assert [o.get("enum") for o in number["anyOf"] if o.get("type") == "integer"] == [[120000, 80000]]
+
+
+async def test_whole_answers_can_be_turned_off_and_then_names_are_picked_from_the_asked_side() -> None:
+    lm = ConstrainedScript([{"answer": "Zorvik", "entities": ["Zorvik"], "number": None}])
+    generator = kag.Generator(data_model=Answer, language_model=lm, whole_answers=False)
+    assert (await generator(CITIES)).entities == ["Zorvik"]
+    assert lm.calls[0]["schema"]["properties"]["entities"]["items"]["enum"] == ["Zorvik", "Quenta"]
+    assert generator.get_config()["whole_answers"] is False
+    with pytest.raises(kag.errors.ConfigError, match="whole_answers"):
+        kag.Generator(data_model=Answer, language_model=lm, whole_answers=1)
+
+
+async def test_a_model_without_a_grammar_keeps_picking_names_and_numbers_stay_grounded() -> None:
+    lm = ScriptedLM(
+        [
+            {"answer": "2", "entities": [], "number": 7},  # a number the facts never stated
+            {"answer": "2", "entities": [], "number": 2},
+        ]
+    )
+    counted = Retrieved(query="How many cities are in Elandor?", search=CITIES.search, facts=[], count=2)
+    result = await kag.Generator(data_model=Answer, language_model=lm)(counted)
+    assert result.number == 2 and len(lm.calls) == 2
+    assert "enum" in lm.calls[0]["schema"]["properties"]["entities"].get("items", {})
+
+
+async def test_a_value_the_facts_state_about_the_named_entity_is_a_whole_answer_too() -> None:
+    lm = ConstrainedScript([{"answer": "120000 people", "entities": ["120000"], "number": None}])
+    population = Retrieved(
+        query="What is the population of Zorvik?",
+        search=_search("City", "Zorvik", "Country", "*") | {"relation_label": "IsCityOf"},
+        facts=[fact("Zorvik", "Elandor", 120000)],
+    )
+    assert (await kag.Generator(data_model=Answer, language_model=lm)(population)).entities == ["120000"]
+    assert lm.calls[0]["schema"]["properties"]["entities"]["enum"] == [[], ["Elandor"], ["120000"]]
