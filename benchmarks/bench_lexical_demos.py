@@ -516,14 +516,32 @@ COUNTRY_OUT_OF_SCHEMA = [
 ]
 
 
-def country_out_of_schema(seed: int = SEED) -> list[dict[str, Any]]:
+# written later, after the scope rule for a relation word that only modifies the asked noun
+# ("currency symbol") was added for the one miss above; never used to change a rule: not tuned on
+COUNTRY_OUT_OF_SCHEMA_FRESH = [
+    "What is the calling code of {x}?",
+    "How tall is the highest mountain in {x}?",
+    "What language school is the best in {x}?",
+    "Who won the last election in {x}?",
+    "What is the life expectancy in {x}?",
+    "Which dishes is {x} famous for?",
+    "What is the speed limit on highways in {x}?",
+    "Which currency exchange rate does {x} have against the euro?",
+    "When did {x} become independent?",
+    "What is the voltage of power sockets in {x}?",
+    "How many airports does {x} have?",
+    "Who is the king of {x}?",
+]
+
+
+def country_out_of_schema(seed: int = SEED, templates: Sequence[str] = COUNTRY_OUT_OF_SCHEMA) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     searches = [r["gold_search"] for r in load_questions(types=["lookup"])]
     names = sorted({g["object_similarity_search"] for g in searches if g.get("object_label") == "Country"} - {"*"})
     rng.shuffle(names)
+    kind = "out_of_schema" if templates is COUNTRY_OUT_OF_SCHEMA else "out_of_schema_fresh"
     return [
-        {"type": "out_of_schema", "question": t.format(x=x), "answer": None}
-        for t, x in zip(COUNTRY_OUT_OF_SCHEMA, names, strict=False)
+        {"type": kind, "question": t.format(x=x), "answer": None} for t, x in zip(templates, names, strict=False)
     ]
 
 
@@ -546,7 +564,7 @@ async def run_kgqa(n_demos: int, limit: int) -> str:
         if by_type[row["type"]] < limit:
             by_type[row["type"]] += 1
             held.append(row)
-    held += country_out_of_schema()
+    held += country_out_of_schema() + country_out_of_schema(templates=COUNTRY_OUT_OF_SCHEMA_FRESH)
     before = await score(build(kb, []), held, judge_kgqa_or_abstain)
     after = await score(build(kb, examples), held, judge_kgqa_or_abstain)
     return table(

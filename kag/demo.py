@@ -135,7 +135,9 @@ async def run(
     if fit:
         x, y = world_questions(fit, seed=0, exclude=_names_in(questions))
         teacher = lexical if model is not lexical else None
-        program.compile(reward="f1", optimizer=KNNFewShot(k=4, explore=0, teacher=teacher), concurrency=1)
+        # the packaged model follows one nearest demo best: it then only fills in the question's names
+        nearest = 1 if teacher is not None else 4
+        program.compile(reward="f1", optimizer=KNNFewShot(k=nearest, explore=0, teacher=teacher), concurrency=1)
         t0 = time.perf_counter()
         untrained = program.get_variables()
         history = await program.fit(x, y, validation_split=0.25, seed=0, verbose=0)
@@ -167,6 +169,8 @@ async def run(
             if more > 0:
                 out(f"      ... and {more} more")
         out(f"A: {result.answer}   [{elapsed * 1000:.0f} ms]")
+        if fit:
+            out(f"   entities: {result.entities}   number: {result.number}")
         results.append(
             {
                 "question": question,
@@ -175,6 +179,7 @@ async def run(
                 "cypher": result.cypher,
                 "facts": [f.text for f in result.facts],
                 "count": result.count,
+                **({"entities": result.entities, "number": result.number} if fit else {}),
             }
         )
     out("")

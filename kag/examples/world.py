@@ -152,7 +152,8 @@ def world_questions(
     ``per_kind`` questions of each kind in :data:`QUESTION_KINDS` (a capital, the cities of a
     country, how many cities, a city's country, its continent, its population), about entities
     chosen by ``seed``; none names an entity in ``exclude`` (keep the questions you evaluate on
-    out of training). ``x`` are ``{"query": ...}``; ``y`` are ``{"entities": [...]}`` (names, or a
+    out of training), one of each kind in turn (``QUESTION_KINDS`` order). ``x`` are
+    ``{"query": ...}``; ``y`` are ``{"entities": [...]}`` (names, or a
     property value as text: the population) or ``{"number": n}`` ("how many"), the fields of an
     answer model with ``entities`` and ``number`` such as :class:`kag.datasets.Answer`.
     """
@@ -192,4 +193,6 @@ def world_questions(
         add(f"Which continent is {row['name']} in?", {"entities": [by_iso[row["country"]]["continent"]]})
     for row in rng.sample(cities, per_kind):
         add(f"What is the population of {row['name']}?", {"entities": [str(row["population"])]})
-    return x, y
+    # one of each kind in turn, so that any tail (fit's validation_split) holds every kind
+    order = [kind * per_kind + i for i in range(per_kind) for kind in range(len(QUESTION_KINDS))]
+    return [x[i] for i in order], [y[i] for i in order]

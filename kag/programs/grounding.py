@@ -44,8 +44,9 @@ def fact_names(inputs: Iterable[Any]) -> list[str] | None:
     ``count`` of a counting search, and the property values the facts' entities hold.
 
     When the input also carries the one-pattern ``search`` that found the facts and that search
-    names one side and asks for the other (``"*"``), the names are those of the asked side only:
-    "What is the capital of Peru?" is answered by the cities found, never by Peru. (A
+    names one side and asks for the other (``"*"``), the names are those of the asked side, then
+    the values stated about the named side: "What is the capital of Peru?" is answered by the
+    cities found (or Peru's population), never by Peru. (A
     ``bidirectional`` search may find the named entity on either side; it is left out by name.)
 
     ``None`` when no input carries a ``facts`` field: the call does not answer from facts.
@@ -61,8 +62,8 @@ def fact_names(inputs: Iterable[Any]) -> list[str] | None:
             names.setdefault(str(data["count"]), None)
         facts = [f for f in data.get("facts") or () if isinstance(f, Mapping)]
         asked = _asked_names(data.get("search"), facts)
-        if asked:
-            for name in asked:
+        if asked:  # then the values the facts state about the named entity ("population of X?")
+            for name in [*asked, *named_values([data])]:
                 names.setdefault(name, None)
             continue
         for fact in facts:

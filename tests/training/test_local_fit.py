@@ -53,3 +53,31 @@ async def test_a_short_fit_of_the_packaged_model(tmp_path: Path) -> None:
         a.model_dump() for a in await trained.predict(same)
     ]
     assert lm.usage["calls"] <= 40  # the fit's budget of model calls stays small
+
+
+async def test_a_teacher_fit_makes_the_packaged_model_follow_the_nearest_demo() -> None:
+    """KNNFewShot(k=1) with the offline LexicalLM as teacher: each question is shown the demo asked
+    the same way, and the search schema lets the packaged model write only that demo's pattern."""
+    kb = world_knowledge_base("memory://")
+    await load_world(kb)
+    lm = LlamaCppLM(LOCAL, max_tokens=256, max_string_length=48)
+    trained = program(kb, lm)
+    teacher = kag.LexicalLM(knowledge_base=kb)
+    trained.compile(reward="f1", optimizer=KNNFewShot(k=1, explore=0, teacher=teacher), concurrency=1)
+    x = [{"query": f"What is the capital of {country}?"} for country in ("France", "Japan", "Germany")]
+    await trained.fit(x, [{"entities": ["Paris"]}, {"entities": ["Tokyo"]}, {"entities": ["Berlin"]}], verbose=0)
+    retriever = trained.modules["retriever"]
+    assert retriever.variable.nearest == 1 and len(retriever.variable.demos) == 3  # the teacher's demos were kept
+    found = await retriever(Query(query="What is the capital of Kenya?"))
+    answer = await trained.modules["answerer"](found)
+    # by construction: the demo's labels, relation and flags; the asked side stays "*"
+    search = found.search
+    assert (search["subject_label"], search["relation_label"], search["object_label"]) == (
+        "City",
+        "IsCapitalOf",
+        "Country",
+    )
+    assert search["subject_similarity_search"] == "*" and search["object_similarity_search"] != "*"
+    assert not (search["negated"] or search["bidirectional"] or search["count"])
+    # the answer is every city the search found on the asked side, or nothing
+    assert answer.entities in ([], [f.subject["name"] for f in found.facts])

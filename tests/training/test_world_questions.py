@@ -16,6 +16,8 @@ def test_questions_are_seeded_and_keep_excluded_names_out() -> None:
     assert not any("France" in q["query"] or "Tokyo" in q["query"] for q in x)
     for question, answer in zip(x, y, strict=True):
         assert set(answer) in ({"entities"}, {"number"}), question
+    tail = x[-len(QUESTION_KINDS) :]  # a validation split taken from the end holds every kind
+    assert tail[0]["query"].startswith("What is the capital of") and "population" in tail[-1]["query"]
 
 
 @pytest.mark.timeout(120)
@@ -34,7 +36,7 @@ async def test_the_answers_are_what_the_graph_holds() -> None:
     program = kag.Program(inputs=question, outputs=answer)
     program.compile(reward="f1")
     x, y = world_questions(2, seed=0)
-    kinds = [k for k in QUESTION_KINDS for _ in range(2)]
+    kinds = [k for _ in range(2) for k in QUESTION_KINDS]  # one of each kind in turn
     result = await program.evaluate(x, y, groups=kinds)
     # every answer is one the graph holds: the offline model, which reads it, finds them all
     assert result["errors"] == 0

@@ -229,6 +229,11 @@ async def _analyze(question: str, schema: _Schema, index: _NameIndex, max_ngram:
 
     # 1. entity mentions: longest exact n-grams first, then close spellings
     mentions: list[_Mention] = []
+    # where the asker capitalizes names, a lowercase word is no misspelt name ("symbol" is not "Yambol")
+    raw = re.findall(r"\w+", question)
+    cased = (
+        [t[:1].isupper() for t in raw] if len(raw) == len(tokens) and any(t[:1].isupper() for t in raw[1:]) else None
+    )
     if index.available:
         taken = [False] * len(tokens)
         if compare is not None:  # "more than 5 million": a number, not a name
@@ -260,6 +265,8 @@ async def _analyze(question: str, schema: _Schema, index: _NameIndex, max_ngram:
                 if all(stem(t) in vocab or t in vocab for t in gram):
                     continue  # "cities", "capital of": schema words, not names
                 if fuzzy and (len("".join(gram)) < 5 or any(t.isdigit() for t in gram)):
+                    continue
+                if fuzzy and cased is not None and not any(cased[i:j]):
                     continue
                 if fuzzy and all(stem(t) in weak_vocab for t in gram):
                     continue  # "belong" (a relation's docstring word) is no misspelt "Bong"

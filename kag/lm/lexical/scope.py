@@ -63,6 +63,12 @@ def unexplained(a: _Analysis, schema: _Schema) -> list[int]:
 
 def out_of_schema(a: _Analysis, schema: _Schema) -> bool:
     """True when the question asks for something no relation of the schema can give (see the module doc)."""
+    if a.rel_positions is not None and any(a.rel_positions.values()):
+        # a relation's word that only modifies what is asked ("What currency symbol ...", "Which
+        # language school ..."): the head noun after it is something no part of the schema explains
+        unknown = set(unexplained(a, schema))
+        if any(p + 1 in unknown and p > 0 and a.tokens[p - 1] in _WH for ps in a.rel_positions.values() for p in ps):
+            return True
     if a.target is not None or a.compare is not None or a.superlative is not None:
         return False
     if any(a.rel_positions.values()) if a.rel_positions is not None else any(a.rel_scores.values()):

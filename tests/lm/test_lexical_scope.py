@@ -1,0 +1,37 @@
+"""The offline model says "not found" when a relation's word only modifies what is asked, and does not
+read a lowercase everyday word as a misspelt name when the asker capitalizes names."""
+
+from __future__ import annotations
+
+import pytest
+
+import kag
+from kag.datasets import Answer, Query, load_kgqa_graph
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+async def program() -> kag.Program:
+    kb = await load_kgqa_graph()
+    lm = kag.LexicalLM(knowledge_base=kb)
+    question = kag.Input(data_model=Query)
+    facts = kag.KnowledgeRetriever(knowledge_base=kb, language_model=lm, k=50, threshold=0.7, max_hops=2)(question)
+    answer = kag.Generator(data_model=Answer, language_model=lm, return_inputs=True)(facts)
+    return kag.Program(inputs=question, outputs=answer)
+
+
+async def test_a_relation_word_that_only_modifies_the_asked_noun_is_not_found(program) -> None:
+    for question in (
+        "What currency symbol does Honduras print on its coins?",  # "symbol" is no misspelt "Yambol"
+        "What language school is the best in Honduras?",  # nor "school" a misspelt "Sool"
+        "Which currency exchange rate does Peru have against the euro?",
+    ):
+        result = await program(Query(query=question))
+        assert result.entities == [] and result.facts == [], (question, result.search)
+        assert "not found in the knowledge graph" in result.answer.lower()
+    # the relation asked directly still answers
+    assert (await program(Query(query="What currency does Honduras use?"))).entities == ["Lempira"]
+    assert set((await program(Query(query="Which languages are spoken in Honduras?"))).entities) == {"Spanish"}
+    # a misspelt capitalized name is still found
+    assert (await program(Query(query="What currency does Hondura use?"))).entities == ["Lempira"]
