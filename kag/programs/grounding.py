@@ -63,8 +63,8 @@ def fact_names(inputs: Iterable[Any]) -> list[str] | None:
         facts = [f for f in data.get("facts") or () if isinstance(f, Mapping)]
         asked = _asked_names(data.get("search"), facts)
         if asked:  # then the values the facts state about the named entity ("population of X?")
-            for name in [*asked, *named_values([data])]:
-                names.setdefault(name, None)
+            for given in [*asked, *named_values([data])]:
+                names.setdefault(given, None)
             continue
         for fact in facts:
             entities = [fact.get("subject"), fact.get("object"), *(fact.get("path") or ())]
