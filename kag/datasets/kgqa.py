@@ -54,7 +54,9 @@ class Answer(DataModel):
 
     answer: str = Field(description="The answer, using only the retrieved facts")
     entities: list[str] = Field(description="The names of the entities that answer the question")
-    number: int | None = Field(description="The number asked for by a 'how many' question, else null")
+    number: int | None = Field(
+        description="The number the question asks for (a 'how many' count or a numeric value), else null"
+    )
 
 
 @cache

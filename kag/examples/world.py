@@ -153,8 +153,8 @@ def world_questions(
     country, how many cities, a city's country, its continent, its population), about entities
     chosen by ``seed``; none names an entity in ``exclude`` (keep the questions you evaluate on
     out of training), one of each kind in turn (``QUESTION_KINDS`` order). ``x`` are
-    ``{"query": ...}``; ``y`` are ``{"entities": [...]}`` (names, or a
-    property value as text: the population) or ``{"number": n}`` ("how many"), the fields of an
+    ``{"query": ...}``; ``y`` are ``{"entities": [...]}`` (names) or ``{"number": n}`` ("how many",
+    and the population), the fields of an
     answer model with ``entities`` and ``number`` such as :class:`kag.datasets.Answer`.
     """
     data = world_data()
@@ -192,7 +192,7 @@ def world_questions(
     for row in rng.sample(cities, per_kind):
         add(f"Which continent is {row['name']} in?", {"entities": [by_iso[row["country"]]["continent"]]})
     for row in rng.sample(cities, per_kind):
-        add(f"What is the population of {row['name']}?", {"entities": [str(row["population"])]})
+        add(f"What is the population of {row['name']}?", {"number": int(row["population"])})
     # one of each kind in turn, so that any tail (fit's validation_split) holds every kind
     order = [kind * per_kind + i for i in range(per_kind) for kind in range(len(QUESTION_KINDS))]
     return [x[i] for i in order], [y[i] for i in order]

@@ -14,7 +14,7 @@ from kag.datamodels.base import DataModel
 from kag.errors import ConfigError, SchemaError
 from kag.lm.base import LanguageModel, Message
 from kag.lm.guards import grounded_numbers, grounded_schema, whole_list_schema
-from kag.programs.grounding import asked_names, fact_names, fact_numbers, name_fields, named_values, number_fields
+from kag.programs.grounding import asked_names, fact_names, fact_numbers, name_fields, number_fields
 from kag.programs.module import (
     Module,
     as_list,
@@ -141,9 +141,9 @@ class Generator(Module):
             facts state (the count, an integer property) or ``null``. ``False`` lets the model
             write anything.
         whole_answers: when the facts' search asked for one side, each list-of-names field is
-            either empty ("not found"), every name found on that side, or one value the facts
-            state about the named entity ("What is the population of Tokyo?"): the search decides
-            the set, the model decides whether (and how) the facts answer the question. ``None`` (the default)
+            either empty ("not found") or every name found on that side: the search decides the
+            set, the model decides whether the facts answer the question (a value stated about the
+            named entity, "What is the population of Tokyo?", goes in an integer or text field). ``None`` (the default)
             turns it on for a model that decodes under a grammar (the packaged local model),
             which otherwise stops listing early; ``False`` lets the model pick names one by one.
         trainable: whether training may change the module's variable (its instructions and
@@ -305,9 +305,7 @@ class Generator(Module):
             target = grounded_schema(self.data_model.model_json_schema(), allowed, fields=self._name_fields)
         asked = asked_names(items) if allowed is not None and self._whole_answers() else None
         if asked:
-            target = whole_list_schema(
-                self.data_model.model_json_schema(), asked, fields=self._name_fields, singles=named_values(items)
-            )
+            target = whole_list_schema(self.data_model.model_json_schema(), asked, fields=self._name_fields)
         numbers = fact_numbers(items) if self.grounded and self._number_fields else None
         if numbers is not None:
             base = target if isinstance(target, dict) else self.data_model.model_json_schema()

@@ -177,14 +177,3 @@ async def test_a_model_without_a_grammar_keeps_picking_names_and_numbers_stay_gr
     result = await kag.Generator(data_model=Answer, language_model=lm)(counted)
     assert result.number == 2 and len(lm.calls) == 2
     assert "enum" in lm.calls[0]["schema"]["properties"]["entities"].get("items", {})
-
-
-async def test_a_value_the_facts_state_about_the_named_entity_is_a_whole_answer_too() -> None:
-    lm = ConstrainedScript([{"answer": "120000 people", "entities": ["120000"], "number": None}])
-    population = Retrieved(
-        query="What is the population of Zorvik?",
-        search=_search("City", "Zorvik", "Country", "*") | {"relation_label": "IsCityOf"},
-        facts=[fact("Zorvik", "Elandor", 120000)],
-    )
-    assert (await kag.Generator(data_model=Answer, language_model=lm)(population)).entities == ["120000"]
-    assert lm.calls[0]["schema"]["properties"]["entities"]["enum"] == [[], ["Elandor"], ["120000"]]
