@@ -540,9 +540,7 @@ def country_out_of_schema(seed: int = SEED, templates: Sequence[str] = COUNTRY_O
     names = sorted({g["object_similarity_search"] for g in searches if g.get("object_label") == "Country"} - {"*"})
     rng.shuffle(names)
     kind = "out_of_schema" if templates is COUNTRY_OUT_OF_SCHEMA else "out_of_schema_fresh"
-    return [
-        {"type": kind, "question": t.format(x=x), "answer": None} for t, x in zip(templates, names, strict=False)
-    ]
+    return [{"type": kind, "question": t.format(x=x), "answer": None} for t, x in zip(templates, names, strict=False)]
 
 
 def judge_kgqa_or_abstain(row: dict[str, Any], result: Any) -> bool:
