@@ -14,7 +14,7 @@ property) or ``null``: a small model cannot write a number it was not shown.
 from __future__ import annotations
 
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from pydantic import BaseModel
@@ -39,6 +39,14 @@ def _entity_name(entity: Any) -> str | None:
     return None
 
 
+def _answering(inputs: Iterable[Any]) -> Iterator[Mapping[str, Any]]:
+    """The inputs that carry retrieved ``facts``, as JSON dicts (models dumped)."""
+    for item in inputs:
+        data = item.model_dump(mode="json") if isinstance(item, BaseModel) else item
+        if isinstance(data, Mapping) and "facts" in data:
+            yield data
+
+
 def fact_names(inputs: Iterable[Any]) -> list[str] | None:
     """The entity names in the ``facts`` of ``inputs`` (models or dicts), in order, once each, the
     ``count`` of a counting search, and the property values the facts' entities hold.
@@ -53,10 +61,7 @@ def fact_names(inputs: Iterable[Any]) -> list[str] | None:
     """
     names: dict[str, None] = {}
     seen_facts = False
-    for item in inputs:
-        data = item.model_dump(mode="json") if isinstance(item, BaseModel) else item
-        if not isinstance(data, Mapping) or "facts" not in data:
-            continue
+    for data in _answering(inputs):
         seen_facts = True
         if isinstance(data.get("count"), int):  # a counting search's number is a value it was shown
             names.setdefault(str(data["count"]), None)
@@ -83,10 +88,7 @@ def asked_names(inputs: Iterable[Any]) -> list[str] | None:
     its one-pattern ``search`` asked for (``None`` otherwise, or when no input carries facts)."""
     names: dict[str, None] = {}
     seen = False
-    for item in inputs:
-        data = item.model_dump(mode="json") if isinstance(item, BaseModel) else item
-        if not isinstance(data, Mapping) or "facts" not in data:
-            continue
+    for data in _answering(inputs):
         seen = True
         facts = [f for f in data.get("facts") or () if isinstance(f, Mapping)]
         if not _asks_one_side(data.get("search")):
@@ -158,10 +160,7 @@ def fact_numbers(inputs: Iterable[Any]) -> list[int] | None:
     integer property values of the facts' entities (``None``: no input carries ``facts``)."""
     numbers: dict[int, None] = {}
     seen_facts = False
-    for item in inputs:
-        data = item.model_dump(mode="json") if isinstance(item, BaseModel) else item
-        if not isinstance(data, Mapping) or "facts" not in data:
-            continue
+    for data in _answering(inputs):
         seen_facts = True
         if isinstance(data.get("count"), int) and not isinstance(data.get("count"), bool):
             numbers.setdefault(data["count"], None)
