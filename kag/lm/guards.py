@@ -291,13 +291,16 @@ def whole_list_schema(
     return whole
 
 
-def grounded_numbers(schema: dict[str, Any], allowed: Iterable[int], *, fields: Iterable[str]) -> dict[str, Any]:
+def grounded_numbers(
+    schema: dict[str, Any], allowed: Iterable[int], *, fields: Iterable[str], required: bool = False
+) -> dict[str, Any]:
     """A copy of an answer schema whose integer ``fields`` may only hold ``allowed`` (or ``null``).
 
     The integer variant of each field becomes an enum of ``allowed``; a nullable field keeps its
-    ``null``, and with no allowed number it can only be ``null``. A field that is neither an
-    integer nor a nullable integer is refused. A non-nullable field with no allowed number is left
-    as it is (there is nothing it could be grounded in).
+    ``null`` (unless ``required``: then, given any allowed number, the field must hold one), and
+    with no allowed number it can only be ``null``. A field that is neither an integer nor a
+    nullable integer is refused. A non-nullable field with no allowed number is left as it is
+    (there is nothing it could be grounded in).
 
     Raises:
         InvalidInputError: a field is not an integer field of the schema, or a value is not an integer.
@@ -323,6 +326,8 @@ def grounded_numbers(schema: dict[str, Any], allowed: Iterable[int], *, fields: 
                 raise InvalidInputError(f"grounded_numbers: {key!r} is not an integer or a nullable integer.")
             if numbers:
                 ints[0]["enum"] = list(numbers)
+                if required:
+                    prop["anyOf"] = ints
             else:
                 prop["anyOf"] = nulls
         elif prop.get("type") == "integer":

@@ -14,7 +14,7 @@ from kag.datamodels.base import DataModel
 from kag.errors import ConfigError, SchemaError
 from kag.lm.base import LanguageModel, Message
 from kag.lm.guards import grounded_numbers, grounded_schema, whole_list_schema
-from kag.programs.grounding import asked_names, fact_names, fact_numbers, name_fields, number_fields
+from kag.programs.grounding import asked_names, counted, fact_names, fact_numbers, name_fields, number_fields
 from kag.programs.module import (
     Module,
     as_list,
@@ -143,7 +143,8 @@ class Generator(Module):
         whole_answers: when the facts' search asked for one side, each list-of-names field is
             either empty ("not found") or every name found on that side: the search decides the
             set, the model decides whether the facts answer the question (a value stated about the
-            named entity, "What is the population of Tokyo?", goes in an integer or text field). ``None`` (the default)
+            named entity, "What is the population of Tokyo?", goes in an integer or text field);
+            after a counting search, each integer field holds its count. ``None`` (the default)
             turns it on for a model that decodes under a grammar (the packaged local model),
             which otherwise stops listing early; ``False`` lets the model pick names one by one.
         trainable: whether training may change the module's variable (its instructions and
@@ -307,9 +308,13 @@ class Generator(Module):
         if asked:
             target = whole_list_schema(self.data_model.model_json_schema(), asked, fields=self._name_fields)
         numbers = fact_numbers(items) if self.grounded and self._number_fields else None
+        count = counted(items) if numbers is not None and self._whole_answers() else None
         if numbers is not None:
             base = target if isinstance(target, dict) else self.data_model.model_json_schema()
-            target = grounded_numbers(base, numbers, fields=self._number_fields)
+            if count is None:
+                target = grounded_numbers(base, numbers, fields=self._number_fields)
+            else:  # the search counted: its count is the answer
+                target = grounded_numbers(base, [count], fields=self._number_fields, required=True)
         raw = await self.language_model.generate(messages, target, schema_name=schema_name_for(self.data_model))
         if allowed is not None:  # a name given twice is given once
             raw = {**raw, **{f: list(dict.fromkeys(raw[f])) for f in self._name_fields if isinstance(raw.get(f), list)}}

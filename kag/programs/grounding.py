@@ -19,7 +19,15 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["asked_names", "fact_names", "fact_numbers", "name_fields", "named_values", "number_fields"]
+__all__ = [
+    "asked_names",
+    "counted",
+    "fact_names",
+    "fact_numbers",
+    "name_fields",
+    "named_values",
+    "number_fields",
+]
 
 
 def name_fields(model: type[BaseModel]) -> list[str]:
@@ -173,6 +181,19 @@ def fact_numbers(inputs: Iterable[Any]) -> list[int] | None:
                         if key not in _NOT_VALUES and isinstance(value, int) and not isinstance(value, bool):
                             numbers.setdefault(value, None)
     return list(numbers) if seen_facts else None
+
+
+def counted(inputs: Iterable[Any]) -> int | None:
+    """The count that answers, when every input with ``facts`` comes from a counting search and
+    they state one count ("How many cities are in Japan?": the count is the answer, 0 included);
+    ``None`` otherwise."""
+    counts = set()
+    for data in _answering(inputs):
+        count = data.get("count")
+        if isinstance(count, bool) or not isinstance(count, int):
+            return None
+        counts.add(count)
+    return counts.pop() if len(counts) == 1 else None
 
 
 _NOT_VALUES = frozenset({"name", "label", "id", "_id", "embedding", "sources"})

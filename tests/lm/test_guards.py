@@ -232,6 +232,10 @@ def test_grounded_numbers_allow_only_stated_numbers_or_null() -> None:
     with pytest.raises(JSONSchemaValidationError):
         validate_json_schema({"number": 3, "total": 3, "label": "x"}, nothing)  # only null is left
     validate_json_schema({"number": None, "total": 3, "label": "x"}, nothing)  # nothing to ground `total` in
+    required = grounded_numbers(schema, [4], fields=["number"], required=True)
+    validate_json_schema({"number": 4, "total": 9, "label": "x"}, required)
+    with pytest.raises(JSONSchemaValidationError):
+        validate_json_schema({"number": None, "total": 9, "label": "x"}, required)  # a count is required
     with pytest.raises(InvalidInputError, match="not an integer"):
         grounded_numbers(schema, [1], fields=["label"])
     with pytest.raises(InvalidInputError, match="integers"):

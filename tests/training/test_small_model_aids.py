@@ -177,3 +177,20 @@ async def test_a_model_without_a_grammar_keeps_picking_names_and_numbers_stay_gr
     result = await kag.Generator(data_model=Answer, language_model=lm)(counted)
     assert result.number == 2 and len(lm.calls) == 2
     assert "enum" in lm.calls[0]["schema"]["properties"]["entities"].get("items", {})
+
+
+async def test_after_a_counting_search_a_constrained_answer_gives_the_count_never_null() -> None:
+    lm = ConstrainedScript(
+        [
+            {"answer": "not found", "entities": [], "number": None},  # what a small model often writes
+            {"answer": "0", "entities": [], "number": 0},
+        ]
+    )
+    search = _search("City", "*", "Country", "Elandor") | {"relation_label": "IsCityOf", "count": True}
+    none = Retrieved(query="How many cities are in Elandor?", search=search, facts=[], count=0)
+    result = await kag.Generator(data_model=Answer, language_model=lm)(none)
+    assert result.number == 0 and len(lm.calls) == 2  # null was refused: zero found is an answer
+    assert lm.calls[0]["schema"]["properties"]["number"]["anyOf"] == [{"type": "integer", "enum": [0]}]
+    # facts that are not a count leave null allowed (the model may say the facts do not answer)
+    lm = ConstrainedScript([{"answer": "not found", "entities": [], "number": None}])
+    assert (await kag.Generator(data_model=Answer, language_model=lm)(CITIES)).number is None
