@@ -35,8 +35,9 @@ reply DSPy cannot parse, or a search kag cannot plan, is a wrong answer.
 Training examples: the question, the search written by kag's teacher (``LexicalLM``, the teacher
 of kag's "KNNFewShot, LexicalLM teacher" row: its rules were tuned on these questions), the facts
 that search finds, and the labelled answer. The split is ``bench_training``'s local one for the
-same N: ``load_kgqa(types=lookup/inverse/count, per_type=max(2, N // 3), seed)``, half of each
-type held out (``--questions 30``: 15 training, 15 test questions).
+same N and ``--train``: ``bench_training.local_split`` (``N // 3`` one-hop questions of each type,
+half of each type held out, or ``--train`` of them for training and the rest held out;
+``--questions 30``: 15 training, 15 test questions).
 
 Run ``PYTHONPATH=. python -m benchmarks.bench_dspy [--questions N] [--seed S] [--threads T] [--verbose]``
 (needs ``pip install dspy==3.4.1`` next to kag's ``local`` extra). On a CPU other processes share, use
@@ -49,15 +50,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import logging
 import sys
 import time
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
+from benchmarks.bench_training import local_split
 from benchmarks.common import Report, Result, log
-from kag.datasets import Query, kgqa_records, load_kgqa, load_kgqa_graph
+from kag.datasets import Query, kgqa_records, load_kgqa_graph
 from kag.errors import KagError
 from kag.knowledge.base import KnowledgeBase
 from kag.lm.lexical import LexicalLM
@@ -152,6 +156,7 @@ async def run(
     knn_bootstrap: bool = False,
     max_tokens: int = 512,
     verbose: bool = False,
+    train: int | None = None,
 ) -> Report:
     """DSPy's program on the packaged model, per mode: untrained, BootstrapFewShot, KNNFewShot(k).
 
@@ -177,9 +182,7 @@ async def run(
         return asyncio.run_coroutine_threadsafe(coro, loop).result()
 
     kb = await load_kgqa_graph()
-    (x, y, _), (x_test, y_test, t_test) = load_kgqa(
-        types=ONE_HOP, per_type=max(2, questions // len(ONE_HOP)), seed=seed, return_types=True
-    )
+    (x, y, _), (x_test, y_test, t_test) = local_split(questions, seed, train)
     records, same = await teacher_examples(kb, x, y)
     trainset = [dspy.Example(**r).with_inputs("question") for r in records]
     types = sorted(set(t_test))
@@ -290,7 +293,8 @@ async def run(
         decoder.close()
     report.notes.append(
         f"Exact answers on {len(x_test)} held-out one-hop questions (seed {seed}; split as "
-        f"`bench_training --local {questions}`); {len(x)} training questions, whose searches come from "
+        f"`bench_training --local {questions}{f' --local-train {train}' if train else ''}`); {len(x)} training "
+        "questions, whose searches come from "
         f"kag's LexicalLM teacher (equal to the gold search on {same}/{len(x)}):\n\n" + table(rows, types)
     )
     timing = decoder.timings
@@ -331,6 +335,7 @@ def table(rows: Sequence[Row], types: Sequence[str]) -> str:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--questions", type=int, default=30, help="as bench_training --local N (N // 3 per type)")
+    parser.add_argument("--train", type=int, metavar="N", help="as bench_training --local-train N (default: half)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES), metavar="MODE")
     parser.add_argument("--knn-k", type=int, nargs="+", default=[DEMOS, 1], help="KNNFewShot k values (4 1)")
@@ -338,6 +343,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=2, help="llama.cpp threads")
     parser.add_argument("--max-tokens", type=int, default=512, help="answer tokens per call (kag's LlamaCppLM: 512)")
     parser.add_argument("--verbose", action="store_true", help="log each test question's search and answer")
+    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the report there as JSON (run_all)")
     args = parser.parse_args(argv)
     report = asyncio.run(
         run(
@@ -349,9 +355,12 @@ def main(argv: Sequence[str] | None = None) -> None:
             knn_bootstrap=args.knn_bootstrap,
             max_tokens=args.max_tokens,
             verbose=args.verbose,
+            train=args.train,
         )
     )
     print(report.markdown())
+    if args.json is not None:
+        args.json.write_text(json.dumps(report.to_dict()), encoding="utf-8")
 
 
 if __name__ == "__main__":

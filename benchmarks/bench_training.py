@@ -157,7 +157,21 @@ async def lexical(report: Report, per_type: int, seed: int) -> None:
     )
 
 
-async def local(report: Report, questions: int, seed: int, only: Sequence[str] | None = None) -> None:
+def local_split(questions: int, seed: int, train: int | None = None) -> tuple[tuple[list[Any], ...], ...]:
+    """The packaged model's KGQA split: ``questions // 3`` one-hop questions of each type, ``train`` of
+    them (default: half of each type) for training, the rest held out (``bench_dspy`` uses the same)."""
+    return load_kgqa(
+        types=ONE_HOP,
+        per_type=max(2, questions // len(ONE_HOP)),
+        train_size=0.5 if train is None else train,
+        seed=seed,
+        return_types=True,
+    )
+
+
+async def local(
+    report: Report, questions: int, seed: int, only: Sequence[str] | None = None, train: int | None = None
+) -> None:
     """The packaged model on one-hop KGQA questions: untrained (answers grounded or not), then trained.
 
     The program searches one pattern (``max_hops=1``: a chain schema costs the small model most of
@@ -167,13 +181,14 @@ async def local(report: Report, questions: int, seed: int, only: Sequence[str] |
     tuned on these questions: the student is measured on held-out questions, but its demos come
     from a teacher that knows the set. ``KNNFewShot`` shows each question its nearest demos (by
     question skeleton), and the packaged model then chooses only among the patterns they show.
+
+    The split: ``questions // 3`` of each one-hop type, half of each type for training, or ``train``
+    questions in all for training and the rest held out (``local_split``).
     """
     from kag.lm.llamacpp import LlamaCppLM
 
     kb = await load_kgqa_graph()
-    (x, y, _), (x_test, y_test, t_test) = load_kgqa(
-        types=ONE_HOP, per_type=max(2, questions // len(ONE_HOP)), seed=seed, return_types=True
-    )
+    (x, y, _), (x_test, y_test, t_test) = local_split(questions, seed, train)
     lm = LlamaCppLM("local")
     counter = Counted(lm)
     rows: dict[str, dict[str, Any]] = {}
@@ -240,13 +255,18 @@ async def local(report: Report, questions: int, seed: int, only: Sequence[str] |
 
 
 async def run(
-    per_type: int = 10, local_questions: int = 0, seed: int = 0, local_rows: Sequence[str] | None = None
+    per_type: int = 10,
+    local_questions: int = 0,
+    seed: int = 0,
+    local_rows: Sequence[str] | None = None,
+    local_train: int | None = None,
 ) -> Report:
-    """The training benchmark (``local_questions`` > 0 adds the packaged model; ``local_rows``: some of its rows)."""
+    """The training benchmark (``local_questions`` > 0 adds the packaged model; ``local_rows``: some of
+    its rows; ``local_train``: its training questions, default half)."""
     report = Report("Training programs (compile / fit / evaluate)")
     await lexical(report, per_type, seed)
     if local_questions:
-        await local(report, local_questions, seed, local_rows)
+        await local(report, local_questions, seed, local_rows, local_train)
     return report
 
 
@@ -256,8 +276,9 @@ def main() -> None:
     parser.add_argument("--local", type=int, default=0, metavar="N", help="also the packaged model on N questions")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--local-row", action="append", metavar="NAME", help="only this row of the local table")
+    parser.add_argument("--local-train", type=int, metavar="N", help="training questions of the N (default: half)")
     args = parser.parse_args()
-    report = asyncio.run(run(args.per_type, args.local, args.seed, args.local_row))
+    report = asyncio.run(run(args.per_type, args.local, args.seed, args.local_row, args.local_train))
     print(report.markdown())
 
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -61,6 +61,16 @@ class Report:
     def table(self) -> str:
         """The results as a Markdown table."""
         return format_table(self.results)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as plain JSON data (a benchmark run in another environment hands it back so)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Report:
+        """The report :meth:`to_dict` gave."""
+        results = [Result(**r) for r in data.get("results", [])]
+        return cls(str(data["title"]), results, [str(n) for n in data.get("notes", [])])
 
     def markdown(self) -> str:
         """Title, table and notes as Markdown."""

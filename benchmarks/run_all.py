@@ -2,14 +2,25 @@
 
 ``make bench`` (``scripts/bench.sh``) starts a private Neo4j and runs this with
 ``NEO4J_URI`` set; without it the Neo4j benchmarks are skipped and say so.
-Options pass sizes through (see ``--help``); ``--only`` picks benchmarks.
+Options pass sizes through (see ``--help``); ``--only`` picks benchmarks, and ``--merge`` puts
+their sections and summary rows in place of the same benchmarks' in the existing results file,
+keeping the others (a rerun of a few benchmarks without redoing the hour-long rest).
+
+The DSPy side by side (``dspy``) runs ``benchmarks.bench_dspy`` in its own environment
+(``scripts/dspy_venv.sh`` makes it: DSPy's pins would change kag's), on the packaged model's split
+of the ``training`` benchmark.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+import re
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -56,8 +67,10 @@ NAMES = (
     "embedders",
     "local_lm",
     "training",
+    "dspy",
     "integrations",
 )
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def load() -> str:
@@ -80,9 +93,22 @@ def main() -> None:
         "--scale-sizes", type=int, nargs="*", default=list(bench_scale.SIZES), help="edge counts of the scale curve"
     )
     parser.add_argument(
-        "--training-local", type=int, default=30, metavar="N", help="questions for the packaged model's fit (0: none)"
+        "--training-local",
+        type=int,
+        default=144,
+        metavar="N",
+        help="one-hop KGQA questions for the packaged model (N // 3 per type; 0: none)",
     )
+    parser.add_argument(
+        "--training-local-train",
+        type=int,
+        default=99,
+        metavar="N",
+        help="of those, the training questions (the rest are held out)",
+    )
+    parser.add_argument("--dspy-python", help="the DSPy environment's python (default: scripts/dspy_venv.sh makes one)")
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--merge", action="store_true", help="replace only these benchmarks' parts of --output")
     args = parser.parse_args()
 
     settings = neo4j_settings()
@@ -109,6 +135,14 @@ def main() -> None:
     results = [r for rep in reports for r in rep.results]
     goals = [r for r in results if r.met is not None]
     met = sum(1 for r in goals if r.met)
+    if args.merge and args.output.exists():
+        text = merge(args.output.read_text(encoding="utf-8"), reports, started, elapsed)
+        args.output.write_text(text, encoding="utf-8")
+        print(goal_summary(results), flush=True)
+        log(f"merged {', '.join(args.only)} into {args.output}")
+        if failed:
+            raise SystemExit(f"benchmarks that failed (their sections in {args.output} say why): {', '.join(failed)}")
+        return
     lines = [
         "# kag benchmark results",
         "",
@@ -156,7 +190,11 @@ def run_one(name: str, args: argparse.Namespace, settings: Any) -> Report:
     elif name == "integrations":
         return bench_integrations.run()
     elif name == "training":
-        return asyncio.run(bench_training.run(local_questions=args.training_local))
+        return asyncio.run(
+            bench_training.run(local_questions=args.training_local, local_train=args.training_local_train)
+        )
+    elif name == "dspy":
+        return dspy_report(args)
     elif name == "triplet":
         return asyncio.run(bench_triplet.run(settings, args.memory_edges, args.neo4j_edges, args.build_budget))
     elif name == "scale":
@@ -175,6 +213,69 @@ def run_one(name: str, args: argparse.Namespace, settings: Any) -> Report:
             return Report("Bulk ingest into Neo4j", notes=["skipped: no NEO4J_URI"])
         else:
             return asyncio.run(bench_ingest.run(settings, args.ingest_step))
+
+
+def dspy_report(args: argparse.Namespace) -> Report:
+    """``bench_dspy`` on the training benchmark's local split, run by the DSPy environment's python."""
+    if not args.training_local:
+        return Report("DSPy on the KGQA one-hop questions", notes=["skipped: --training-local 0"])
+    python = (
+        args.dspy_python
+        or subprocess.run(
+            ["bash", str(ROOT / "scripts" / "dspy_venv.sh")], check=True, stdout=subprocess.PIPE, text=True
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "dspy.json"
+        command = [python, "-m", "benchmarks.bench_dspy", "--questions", str(args.training_local), "--json", str(out)]
+        if args.training_local_train:
+            command += ["--train", str(args.training_local_train)]
+        subprocess.run(command, check=True, cwd=ROOT, stdout=sys.stderr)  # its table is printed by run_all
+        return Report.from_dict(json.loads(out.read_text(encoding="utf-8")))
+
+
+_ROW = re.compile(r"^\| ([^|]+?) \|")
+
+
+def merge(old: str, reports: list[Report], started: str, elapsed: float) -> str:
+    """``old`` results text with ``reports`` in place of their earlier sections and summary rows.
+
+    A section is replaced where its title was (or added at the end of the details); the new
+    summary rows go together where the first row of a benchmark they rerun was (else after the last row). The header
+    says what was merged when; the goal count is recounted over the whole summary.
+    """
+    head, sep, details = old.partition("\n## Details\n")
+    if not sep:
+        raise SystemExit("--merge: the results file has no '## Details' section; run every benchmark once")
+    benches = {r.bench for rep in reports for r in rep.results}
+    new_rows = [line for line in format_table([r for rep in reports for r in rep.results]).splitlines()[2:]]
+    lines, placed = [], False
+    for line in head.splitlines():
+        match = _ROW.match(line)
+        if match and match.group(1) in benches:
+            if not placed:
+                lines.extend(new_rows)
+                placed = True
+            continue
+        lines.append(line)
+    if not placed:  # after the summary table's last row
+        last = max((i for i, line in enumerate(lines) if _ROW.match(line)), default=len(lines) - 1)
+        lines[last + 1 : last + 1] = new_rows
+    cells = [line.rstrip().rsplit("|", 2)[-2].strip() for line in lines if _ROW.match(line)]
+    met, goals = cells.count("yes"), cells.count("yes") + cells.count("**no**")
+    head = "\n".join(lines)
+    head = re.sub(r"Goals met: \d+ of \d+\.", f"Goals met: {met} of {goals}.", head, count=1)
+    names = ", ".join(rep.title for rep in reports)
+    head = head.replace(
+        "\n\nMachine:", f" Rerun and merged on {started} ({elapsed / 60:.1f} min): {names}.\n\nMachine:", 1
+    )
+    sections = re.split(r"(?m)^(?=### )", details)
+    titles = {rep.title: rep.markdown() for rep in reports}
+    kept = [titles.pop(s.splitlines()[0][4:].strip(), s) if s.startswith("### ") else s for s in sections]
+    body = "".join(s if s.endswith("\n") else s + "\n" for s in kept if s)
+    return head + sep + body + "".join("\n" + section for section in titles.values())
 
 
 def goal_summary(results: list[Result]) -> str:
