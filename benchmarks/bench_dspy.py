@@ -52,6 +52,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Coroutine, Sequence
@@ -340,7 +341,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES), metavar="MODE")
     parser.add_argument("--knn-k", type=int, nargs="+", default=[DEMOS, 1], help="KNNFewShot k values (4 1)")
     parser.add_argument("--knn-bootstrap", action="store_true", help="KNNFewShot bootstraps at each question")
-    parser.add_argument("--threads", type=int, default=2, help="llama.cpp threads")
+    parser.add_argument(
+        "--threads", type=int, default=len(os.sched_getaffinity(0)), help="llama.cpp threads (the usable cores)"
+    )
     parser.add_argument("--max-tokens", type=int, default=512, help="answer tokens per call (kag's LlamaCppLM: 512)")
     parser.add_argument("--verbose", action="store_true", help="log each test question's search and answer")
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the report there as JSON (run_all)")

@@ -208,7 +208,6 @@ async def local(
         log(f"local {name}: {costs[name]}, test {rows[name]['all']:.3f}")
     teacher = LexicalLM(knowledge_base=kb)
     fits: dict[str, Callable[[], Optimizer]] = {
-        "KNNFewShot(k=1), own runs": lambda: KNNFewShot(k=1),
         "KNNFewShot(k=1), LexicalLM teacher": lambda: KNNFewShot(k=1, teacher=teacher),
         "KNNFewShot(k=4), LexicalLM teacher": lambda: KNNFewShot(k=4, teacher=teacher),
         "BootstrapFewShot, LexicalLM teacher": lambda: BootstrapFewShot(
@@ -217,6 +216,7 @@ async def local(
         "RandomFewShot, LexicalLM teacher": lambda: RandomFewShot(
             max_demos=4, num_candidates=4, seed=0, teacher=teacher
         ),
+        "KNNFewShot(k=1), own runs": lambda: KNNFewShot(k=1),
     }
     if only is not None:
         fits = {n: f for n, f in fits.items() if n in only}
