@@ -25,7 +25,10 @@ Each family but the last has two phrasings (``PHRASINGS``), used in turn: a demo
 shows, so a held-out question whose phrasing no demo shows is answered by the rules.
 
 Each family is split by seed into train and test halves; the demos are at most ``--demos`` questions
-drawn by seed from the train halves (round-robin over the families), passed as ``examples=`` to the
+drawn by seed from the train halves (round-robin over the families, and within a family one of each
+phrasing before a second of any: a user labelling a dozen questions labels each way of asking once;
+drawn at random instead, both demos of a family may show one phrasing, and the held-out questions of
+the other phrasing are left to the rules), passed as ``examples=`` to the
 ``KnowledgeRetriever`` with their gold searches (what training would choose); the score is on the
 held-out test halves. **KGQA**: the same with the project's questions (``benchmarks/kgqa``), train /
 test halves per type, demos from train, at most ``--kgqa-limit`` held-out questions per type.
@@ -280,7 +283,9 @@ def package_questions(pk: Packages, per_family: int = 8, seed: int = SEED) -> li
 
     def add(family: str, question: str, search: dict[str, Any] | list[dict[str, Any]], answer: Any) -> None:
         gold = {"hops": search} if isinstance(search, list) else search
-        out.append({"family": family, "question": question, "search": gold, "answer": answer})
+        # which of the family's phrasings the question uses (phrase() has just counted it)
+        phrasing = (seen[family] - 1) % len(PHRASINGS[family]) if family in PHRASINGS else 0
+        out.append({"family": family, "phrasing": phrasing, "question": question, "search": gold, "answer": answer})
 
     seen: dict[str, int] = defaultdict(int)
 
@@ -377,8 +382,11 @@ def split(rows: Sequence[dict[str, Any]], key: str, seed: int = SEED) -> tuple[l
     return train, test
 
 
-def choose_demos(train: Sequence[dict[str, Any]], key: str, n: int, seed: int = SEED) -> list[dict[str, Any]]:
-    """At most ``n`` training questions, round-robin over the groups, drawn by seed."""
+def choose_demos(
+    train: Sequence[dict[str, Any]], key: str, n: int, seed: int = SEED, *, within: str | None = None
+) -> list[dict[str, Any]]:
+    """At most ``n`` training questions, round-robin over the groups, drawn by seed; with ``within``
+    (a second key), each group's questions also take turns by that key (one of each phrasing first)."""
     rng = random.Random(seed + 1)
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in train:
@@ -387,6 +395,13 @@ def choose_demos(train: Sequence[dict[str, Any]], key: str, n: int, seed: int = 
     for name in sorted(groups):
         group = list(groups[name])
         rng.shuffle(group)
+        if within is not None:  # the i-th question of each phrasing before the (i+1)-th of any
+            rank: dict[Any, int] = defaultdict(int)
+            order = []
+            for row in group:
+                order.append(rank[row[within]])
+                rank[row[within]] += 1
+            group = [row for _, row in sorted(zip(order, group, strict=True), key=lambda p: -p[0])]
         queues.append(group)
     out: list[dict[str, Any]] = []
     while len(out) < n and any(queues):
@@ -458,7 +473,7 @@ async def run_packages(n_demos: int) -> str:
     kb = await packages_graph(pk)
     rows = package_questions(pk)
     train, test = split(rows, "family")
-    demos = choose_demos(train, "family", n_demos)
+    demos = choose_demos(train, "family", n_demos, within="phrasing")
     examples = [({"query": d["question"]}, d["search"]) for d in demos]
     t0 = time.perf_counter()
     before = await score(build(kb, []), test, judge_package)

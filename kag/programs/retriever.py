@@ -293,8 +293,12 @@ class KnowledgeRetriever(Module):
         """Searches one edit away from ``search`` that can run here (for optimizers that explore).
 
         Per pattern: either direction (``bidirectional``), the sides swapped (the relation read the
-        other way), the negation and the count flipped. A failed question whose variant answers it
-        becomes a demo, which is how training teaches a model a pattern it never writes by itself.
+        other way), the negation and the count flipped. Where the retriever may chain more patterns
+        (``max_hops``), also the chain one pattern longer: a pattern of a relation from the named
+        entity's label to itself put first ("the licenses of X's dependencies": X -DependsOn->
+        Package, then the written pattern from there), or a pattern from the asked label put
+        last. A failed question whose variant answers it becomes a demo, which is how training
+        teaches a model a pattern it never writes by itself.
         """
         hops = [dict(h) for h in search["hops"]] if isinstance(search.get("hops"), list) else [dict(search)]
         variants: list[dict[str, Any]] = []
@@ -320,7 +324,64 @@ class KnowledgeRetriever(Module):
                 except ValueError:
                     continue
                 variants.append(candidate)
+        for hops_ in self._longer_chains(hops):
+            candidate = {"hops": hops_}
+            key = json.dumps(candidate, sort_keys=True)
+            if key in seen:
+                continue
+            seen.add(key)
+            try:
+                self.validate_search(candidate)
+            except ValueError:
+                continue
+            variants.append(candidate)
         return variants
+
+    def _longer_chains(self, hops: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+        """The chain one pattern longer, at either end (see :meth:`output_variants`)."""
+        if len(hops) >= self.max_hops:
+            return []
+        first, last = hops[0], hops[-1]
+
+        def plain(hop: dict[str, Any], **fields: Any) -> dict[str, Any]:
+            """``hop`` with ``fields``, no flags, and (where it has them) no conditions or ordering."""
+            cleared = {"subject_where": [], "object_where": [], "order_by": None, "limit": None}
+            return {
+                **hop,
+                **{k: v for k, v in cleared.items() if k in hop},
+                "negated": False,
+                "bidirectional": False,
+                "count": False,
+                **fields,
+            }
+
+        out: list[list[dict[str, Any]]] = []
+        named = first.get("subject_similarity_search", "*") != "*" and first.get("subject_label")
+        for spec in self.graph_schema.relations.values():
+            if named and named in spec.subj_labels and named in spec.obj_labels:
+                lead = plain(first, relation_label=spec.label, object_label=named, object_similarity_search="*")
+                if "subject_where" in first:  # the named entity's own conditions stay with it
+                    lead["subject_where"] = first["subject_where"]
+                then = {
+                    **first,
+                    "subject_similarity_search": "*",
+                    **({"subject_where": []} if "subject_where" in first else {}),
+                }
+                out.append([lead, then, *hops[1:]])
+        asked = last.get("object_similarity_search", "*") == "*" and not last.get("count") and last.get("object_label")
+        for spec in self.graph_schema.relations.values():
+            if asked and asked in spec.subj_labels:
+                for label in spec.obj_labels:
+                    tail = plain(
+                        last,
+                        subject_label=asked,
+                        subject_similarity_search="*",
+                        relation_label=spec.label,
+                        object_label=label,
+                        object_similarity_search="*",
+                    )
+                    out.append([*hops, tail])
+        return out
 
     @property
     def schema(self) -> dict[str, Any]:

@@ -120,3 +120,80 @@ async def test_exploration_teaches_a_search_the_model_never_writes(program: kag.
 def test_explore_must_be_a_count() -> None:
     with pytest.raises(ConfigError, match="explore"):
         BootstrapFewShot(explore=-1)
+
+
+class Deity(kag.Entity):
+    label: Literal["Deity"] = "Deity"
+    name: str = kag.Field(description="The deity's name")
+
+
+class Worships(kag.Relation):
+    """A realm's people worship a deity."""
+
+    subj: Realm
+    label: Literal["Worships"] = "Worships"
+    obj: Deity
+
+
+class Precedes(kag.Relation):
+    """One realm comes right before the next on the road east."""
+
+    subj: Realm
+    label: Literal["Precedes"] = "Precedes"
+    obj: Realm
+
+
+DEITIES = {name: f"Deity of {name}" for name in CHAIN}
+
+
+@pytest.fixture
+async def chained() -> kag.Program:
+    """Realms on a road, each worshipping its own deity; questions about the deity of the next realm."""
+    kb = kag.KnowledgeBase("memory://", entity_models=[Realm, Deity], relation_models=[Precedes, Worships])
+    await kb.upsert([Precedes(subj=Realm(name=a), obj=Realm(name=b)) for a, b in itertools.pairwise(CHAIN)])
+    await kb.upsert([Worships(subj=Realm(name=r), obj=Deity(name=d)) for r, d in DEITIES.items()])
+    lm = kag.LexicalLM(knowledge_base=kb)
+    question = kag.Input(data_model=Query)
+    facts = kag.KnowledgeRetriever(knowledge_base=kb, language_model=lm, max_hops=2, name="retriever")(question)
+    answer = kag.Generator(data_model=Answer, language_model=lm, name="answerer")(facts)
+    return kag.Program(inputs=question, outputs=answer, name="realm_deities")
+
+
+def test_a_chain_may_grow_by_one_pattern_at_either_end(chained: kag.Program) -> None:
+    retriever = chained.modules["retriever"]
+    worships = {
+        "subject_label": "Realm",
+        "subject_similarity_search": "Caradh",
+        "relation_label": "Worships",
+        "object_label": "Deity",
+        "object_similarity_search": "*",
+        "negated": False,
+        "bidirectional": False,
+        "count": False,
+    }
+    longer = [v["hops"] for v in retriever.output_variants({"hops": [worships]}) if len(v.get("hops", ())) == 2]
+    # the realm after Caradh first, then what it worships (Precedes is the one Realm -> Realm relation)
+    lead, then = longer[0]
+    assert (lead["subject_similarity_search"], lead["relation_label"], lead["object_similarity_search"]) == (
+        "Caradh",
+        "Precedes",
+        "*",
+    )
+    assert then == {**worships, "subject_similarity_search": "*"}
+    assert all(hops[-1]["relation_label"] == "Worships" for hops in longer)  # no relation starts at a Deity
+    precedes = {**worships, "relation_label": "Precedes", "object_label": "Realm"}
+    grown = [v["hops"] for v in retriever.output_variants({"hops": [precedes]}) if len(v.get("hops", ())) == 2]
+    assert {"Worships", "Precedes"} <= {hops[-1]["relation_label"] for hops in grown}  # a pattern put last
+    assert all(len(v["hops"]) == 2 for v in retriever.output_variants({"hops": [lead, then]}))  # max_hops: no longer
+
+
+async def test_exploration_teaches_a_two_pattern_chain_from_answers_only(chained: kag.Program) -> None:
+    x = [{"query": f"Which deity does the realm after {name} worship?"} for name in CHAIN[:-1]]
+    y = [{"entities": [DEITIES[after]]} for after in CHAIN[1:]]
+    chained.compile(reward="f1", optimizer=KNNFewShot(k=1, explore=4))
+    untrained = (await chained.evaluate(x, y))["reward"]
+    await chained.fit(x[:4], y[:4], validation_data=(x[4:], y[4:]), verbose=0)
+    trained = (await chained.evaluate(x[4:], y[4:]))["reward"]
+    assert trained >= 0.95 > untrained
+    demos = chained.get_variables()["retriever"]["demos"]
+    assert any(len(d["output"].get("hops", ())) == 2 for d in demos)  # the explored chain
