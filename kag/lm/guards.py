@@ -20,7 +20,7 @@ import copy
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from kag.errors import InvalidInputError
 
@@ -194,6 +194,20 @@ def choices_schema(schema: dict[str, Any], allowed: Mapping[str, Iterable[Any]])
     return narrowed
 
 
+T = TypeVar("T")
+
+
+def _unique(values: Iterable[T], kind: type[T], what: str, plural: str) -> list[T]:
+    """``values`` in order, once each; each must be a ``kind`` (a bool is no integer)."""
+    out: list[T] = []
+    for value in values:
+        if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+            raise InvalidInputError(f"{what} must be {plural}, got {type(value).__name__}: {value!r}.")
+        if value not in out:
+            out.append(value)
+    return out
+
+
 def _is_string_list(node: Any) -> bool:
     if not isinstance(node, dict) or node.get("type") != "array":
         return False
@@ -220,12 +234,7 @@ def grounded_schema(
     """
     if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
         raise InvalidInputError("grounded_schema needs an object JSON schema with 'properties'.")
-    names: list[str] = []
-    for name in allowed_names:
-        if not isinstance(name, str):
-            raise InvalidInputError(f"allowed_names must be strings, got {type(name).__name__}: {name!r}.")
-        if name not in names:
-            names.append(name)
+    names = _unique(allowed_names, str, "allowed_names", "strings")
     wanted = None if fields is None else set(fields)
     grounded = copy.deepcopy(schema)
     found: set[str] = set()
@@ -254,27 +263,19 @@ def grounded_schema(
     return grounded
 
 
-def whole_list_schema(
-    schema: dict[str, Any], names: Iterable[str], *, fields: Iterable[str], singles: Iterable[str] = ()
-) -> dict[str, Any]:
-    """A copy of an answer schema whose list ``fields`` are empty, exactly ``names``, or one of ``singles``.
+def whole_list_schema(schema: dict[str, Any], names: Iterable[str], *, fields: Iterable[str]) -> dict[str, Any]:
+    """A copy of an answer schema whose list ``fields`` are either empty or exactly ``names``.
 
     For an answer whose set the search already decided (the entities it found on the side it asked
     for): the model only says whether the facts answer the question (``names``) or not (``[]``,
     "not found"), instead of picking names one by one, which a small model stops doing early.
-    ``singles`` are one-item answers also allowed (a value the facts state about the named entity).
 
     Raises:
         InvalidInputError: a field is not a property of the schema, or a name is not a string.
     """
     if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
         raise InvalidInputError("whole_list_schema needs an object JSON schema with 'properties'.")
-    chosen: list[str] = []
-    for name in names:
-        if not isinstance(name, str):
-            raise InvalidInputError(f"names must be strings, got {type(name).__name__}: {name!r}.")
-        if name not in chosen:
-            chosen.append(name)
+    chosen = _unique(names, str, "names", "strings")
     whole = copy.deepcopy(schema)
     for key in fields:
         prop = whole["properties"].get(key)
@@ -282,11 +283,6 @@ def whole_list_schema(
             raise InvalidInputError(f"whole_list_schema: {key!r} is not a property of the schema.")
         described = f"{prop.get('description', '')} {NOT_FOUND_NOTE}".strip()
         options: list[list[str]] = [[], chosen] if chosen else [[]]
-        for single in singles:
-            if not isinstance(single, str):
-                raise InvalidInputError(f"singles must be strings, got {type(single).__name__}: {single!r}.")
-            if [single] not in options:
-                options.append([single])
         whole["properties"][key] = {"description": described, "enum": options}
     return whole
 
@@ -307,12 +303,7 @@ def grounded_numbers(
     """
     if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
         raise InvalidInputError("grounded_numbers needs an object JSON schema with 'properties'.")
-    numbers: list[int] = []
-    for value in allowed:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise InvalidInputError(f"allowed numbers must be integers, got {type(value).__name__}: {value!r}.")
-        if value not in numbers:
-            numbers.append(value)
+    numbers = _unique(allowed, int, "allowed numbers", "integers")
     grounded = copy.deepcopy(schema)
     for key in fields:
         prop = grounded["properties"].get(key)

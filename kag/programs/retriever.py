@@ -345,7 +345,7 @@ class KnowledgeRetriever(Module):
 
         def plain(hop: dict[str, Any], **fields: Any) -> dict[str, Any]:
             """``hop`` with ``fields``, no flags, and (where it has them) no conditions or ordering."""
-            cleared = {"subject_where": [], "object_where": [], "order_by": None, "limit": None}
+            cleared: dict[str, Any] = {"subject_where": [], "object_where": [], "order_by": None, "limit": None}
             return {
                 **hop,
                 **{k: v for k, v in cleared.items() if k in hop},
