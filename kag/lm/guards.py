@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -205,6 +205,30 @@ def _unique(values: Iterable[T], kind: type[T], what: str, plural: str) -> list[
             raise InvalidInputError(f"{what} must be {plural}, got {type(value).__name__}: {value!r}.")
         if value not in out:
             out.append(value)
+    return out
+
+
+def positional_schema(
+    schema: dict[str, Any], field: str, positions: Sequence[Mapping[str, Iterable[Any]]]
+) -> dict[str, Any]:
+    """A copy of ``schema`` whose array ``field`` holds exactly ``len(positions)`` items, the i-th
+    narrowed to ``positions[i]`` as :func:`choices_schema` narrows (a ``prefixItems`` tuple).
+
+    Raises:
+        InvalidInputError: ``field`` is not an array property with ``items``, or an item cannot
+            hold its position's values.
+    """
+    prop = schema.get("properties", {}).get(field) if isinstance(schema, dict) else None
+    if not isinstance(prop, dict) or prop.get("type") != "array" or not isinstance(prop.get("items"), dict):
+        raise InvalidInputError(f"positional_schema: {field!r} is not an array property with 'items'.")
+    if not positions:
+        raise InvalidInputError("positional_schema needs at least one position.")
+    out = copy.deepcopy(schema)
+    array = {k: v for k, v in prop.items() if k != "items"}
+    # prefixItems, not items: llama.cpp's converter reads "items" first when both are there
+    array["prefixItems"] = [choices_schema(prop["items"], allowed) for allowed in positions]
+    array["minItems"] = array["maxItems"] = len(positions)
+    out["properties"][field] = array
     return out
 
 

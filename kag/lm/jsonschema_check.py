@@ -2,7 +2,7 @@
 
 It covers the subset that structured-output schemas use (and that pydantic emits):
 ``type`` (one or a list), ``enum``, ``const``, ``properties``, ``required``,
-``additionalProperties`` (bool or schema), ``items``, ``anyOf``, ``oneOf``, ``allOf``,
+``additionalProperties`` (bool or schema), ``items``, ``prefixItems``, ``anyOf``, ``oneOf``, ``allOf``,
 ``$ref`` into ``#/$defs`` or ``#/definitions``, plus ``minLength``/``maxLength``,
 ``minItems``/``maxItems`` and ``minimum``/``maximum``. Unknown keywords and
 unresolvable references are ignored: the checker is a guard rail for the repair
@@ -59,6 +59,12 @@ def _fill(value: Any, schema: Any, root: Mapping[str, Any], depth: int) -> Any:
         ]
         chosen = _selected(value, objects)
         return _fill(value, chosen, root, depth + 1) if chosen is not None else value
+    if isinstance(value, list) and isinstance(schema.get("prefixItems"), list):
+        tuple_ = schema["prefixItems"]
+        return [
+            _fill(v, tuple_[i], root, depth + 1) if i < len(tuple_) and isinstance(tuple_[i], Mapping) else v
+            for i, v in enumerate(value)
+        ]
     if isinstance(value, list) and isinstance(schema.get("items"), Mapping):
         return [_fill(v, schema["items"], root, depth + 1) for v in value]
     return value
@@ -307,7 +313,12 @@ def _check_array(
         errors.append(f"{path}: expected at least {min_items} items, got {len(value)}")
     if isinstance(max_items, int) and len(value) > max_items:
         errors.append(f"{path}: expected at most {max_items} items, got {len(value)}")
+    prefix = schema.get("prefixItems")
+    positional = prefix if isinstance(prefix, list) else []
     items = schema.get("items")
-    if isinstance(items, Mapping):
-        for index, item in enumerate(value):
+    for index, item in enumerate(value):
+        if index < len(positional):
+            if isinstance(positional[index], Mapping):
+                _check(item, positional[index], root, f"{path}[{index}]", errors)
+        elif isinstance(items, Mapping):
             _check(item, items, root, f"{path}[{index}]", errors)

@@ -15,7 +15,7 @@ from kag.errors import ConfigError, InvalidInputError
 from kag.knowledge.base import KnowledgeBase
 from kag.knowledge.knowledge import Knowledge
 from kag.lm.base import LanguageModel, Message
-from kag.lm.guards import choices_schema, spans_schema, text_spans
+from kag.lm.guards import choices_schema, positional_schema, spans_schema, text_spans
 from kag.programs.generator import Example, join_instructions, schema_sections
 from kag.programs.module import (
     Module,
@@ -486,6 +486,9 @@ class KnowledgeRetriever(Module):
                 schema = spans_schema(schema, SIMILARITY_FIELDS, spans)
             if demos and (self.demo_choices or (self.demo_choices is None and self._chooses_from_demos())):
                 schema = choices_schema(schema, demo_choices(demos, spans[1:] if self.max_hops == 1 else None))
+                positions = demo_chain_choices(demos, spans[1:]) if self.max_hops > 1 else None
+                if positions is not None:
+                    schema = positional_schema(schema, "hops", positions)
             search = await self.language_model.generate(
                 messages,
                 schema,
@@ -598,16 +601,32 @@ def _without_defaults(demo: Demo, defaults: Mapping[str, Any]) -> Demo:
 _CHOICE_FIELDS = ("subject_label", "relation_label", "object_label", "negated", "bidirectional", "count")
 
 
+def _demo_hops(demo: Demo) -> list[Mapping[str, Any]]:
+    out = demo.output
+    return [h for h in (out["hops"] if isinstance(out.get("hops"), list) else [out]) if isinstance(h, Mapping)]
+
+
 def demo_choices(demos: Sequence[Demo], spans: Sequence[str] | None = None) -> dict[str, list[Any]]:
     """The values a search may take when it must follow ``demos``: each field's values across their hops.
 
     With ``spans`` (the input's quotable texts, one-pattern searches only): a similarity text every
     demo fills is one of ``spans``, and one every demo leaves ``"*"`` stays ``"*"``.
     """
-    hops: list[Mapping[str, Any]] = []
-    for demo in demos:
-        out = demo.output
-        hops.extend(h for h in (out["hops"] if isinstance(out.get("hops"), list) else [out]) if isinstance(h, Mapping))
+    return _hop_choices([h for demo in demos for h in _demo_hops(demo)], spans)
+
+
+def demo_chain_choices(demos: Sequence[Demo], spans: Sequence[str]) -> list[dict[str, list[Any]]] | None:
+    """Per position of the chain, the values its pattern may take, when every demo has as many
+    patterns (``None`` otherwise): "Which continent is Lima in?" shown "Which continent is Quito
+    in?" must search City -> Country first, then Country -> Continent, quoting its own name where
+    the demo quoted one."""
+    chains = [_demo_hops(demo) for demo in demos]
+    if not chains or len({len(c) for c in chains}) != 1:
+        return None
+    return [_hop_choices([c[i] for c in chains], spans) for i in range(len(chains[0]))]
+
+
+def _hop_choices(hops: Sequence[Mapping[str, Any]], spans: Sequence[str] | None) -> dict[str, list[Any]]:
     allowed: dict[str, list[Any]] = {}
     for name in _CHOICE_FIELDS:
         values = [h.get(name, False if name in ("negated", "bidirectional", "count") else None) for h in hops]

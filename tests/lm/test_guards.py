@@ -247,3 +247,24 @@ def test_text_spans_also_offer_a_possessive_s_stem() -> None:
 
     spans = text_spans(["What's Ghana's capital?"])
     assert "Ghana" in spans and "Ghana's" in spans and "Ghana's capital" in spans
+
+
+def test_positional_schema_fixes_each_item_of_an_array_in_its_place() -> None:
+    from kag.lm.guards import positional_schema
+    from kag.lm.jsonschema_check import validate_json_schema
+    from kag.lm.llamacpp import schema_grammar
+
+    step = {"type": "object", "properties": {"op": {"type": "string", "enum": ["add", "mul", "sub"]}}}
+    schema = {"type": "object", "properties": {"steps": {"type": "array", "items": step, "maxItems": 5}}}
+    fixed = positional_schema(schema, "steps", [{"op": ["mul"]}, {"op": ["add", "sub"]}])
+    validate_json_schema({"steps": [{"op": "mul"}, {"op": "sub"}]}, fixed)
+    for wrong in ([{"op": "add"}, {"op": "mul"}], [{"op": "mul"}], [{"op": "mul"}, {"op": "add"}, {"op": "add"}]):
+        with pytest.raises(JSONSchemaValidationError):
+            validate_json_schema({"steps": wrong}, fixed)
+    assert schema["properties"]["steps"]["items"] is step  # the input is not changed
+    grammar = schema_grammar(fixed)  # llama.cpp samples the tuple, item by item
+    assert "tuple-0" in grammar and "tuple-1" in grammar
+    with pytest.raises(InvalidInputError, match="array"):
+        positional_schema(schema, "missing", [{"op": ["add"]}])
+    with pytest.raises(InvalidInputError):
+        positional_schema(schema, "steps", [{"op": ["div"]}])  # no item can hold it

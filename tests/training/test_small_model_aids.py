@@ -4,7 +4,7 @@ sets the search decided."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -194,3 +194,63 @@ async def test_after_a_counting_search_a_constrained_answer_gives_the_count_neve
     # facts that are not a count leave null allowed (the model may say the facts do not answer)
     lm = ConstrainedScript([{"answer": "not found", "entities": [], "number": None}])
     assert (await kag.Generator(data_model=Answer, language_model=lm)(CITIES)).number is None
+
+
+class Town(kag.Entity):
+    label: Literal["Town"] = "Town"
+    name: str = kag.Field(description="The town's name")
+
+
+class Land(kag.Entity):
+    label: Literal["Land"] = "Land"
+    name: str = kag.Field(description="The land's name")
+
+
+class Region(kag.Entity):
+    label: Literal["Region"] = "Region"
+    name: str = kag.Field(description="The region's name")
+
+
+class LiesIn(kag.Relation):
+    subj: Town
+    label: Literal["LiesIn"] = "LiesIn"
+    obj: Land
+
+
+class PartOf(kag.Relation):
+    subj: Land
+    label: Literal["PartOf"] = "PartOf"
+    obj: Region
+
+
+def hop(subject: str, text: str, relation: str, obj: str) -> dict[str, Any]:
+    return _search(subject, text, obj, "*") | {"relation_label": relation}
+
+
+async def test_a_chain_demo_fixes_each_pattern_of_the_chain_in_its_place() -> None:
+    kb = kag.KnowledgeBase("memory://", entity_models=[Town, Land, Region], relation_models=[LiesIn, PartOf])
+    await kb.upsert([LiesIn(subj=Town(name="Zorvik"), obj=Land(name="Elandor"))])
+    await kb.upsert([PartOf(subj=Land(name="Elandor"), obj=Region(name="Nordra"))])
+    chain = {"hops": [hop("Town", "Zorvik", "LiesIn", "Land"), hop("Land", "*", "PartOf", "Region")]}
+    lm = ConstrainedScript([chain])
+    program = build_program(kb, lm, max_hops=2)
+    demo = Demo(
+        {"query": "Which region is Quenta in?"},
+        {"hops": [hop("Town", "Quenta", "LiesIn", "Land"), hop("Land", "*", "PartOf", "Region")]},
+    )
+    program.modules["retriever"].set_variable(Variable(demos=[demo], nearest=1))
+    answer = await program(Query(query="Which region is Zorvik in?"))
+    assert answer.entities == ["Nordra"]
+    hops = lm.calls[0]["schema"]["properties"]["hops"]
+    assert hops["minItems"] == hops["maxItems"] == 2 and "items" not in hops
+    first, then = hops["prefixItems"]
+    assert relations(first) == {"LiesIn"} and relations(then) == {"PartOf"}  # each pattern in its place
+    assert all(v["properties"]["subject_similarity_search"]["enum"] == ["*"] for v in then["anyOf"])
+    quoted = first["anyOf"][0]["properties"]["subject_similarity_search"]["enum"]
+    assert "Zorvik" in quoted and "*" not in quoted
+    # the answer checker holds the same order: the patterns swapped are refused
+    from kag.lm.jsonschema_check import validate_json_schema
+
+    with pytest.raises(kag.errors.JSONSchemaValidationError):
+        validate_json_schema({"hops": chain["hops"][::-1]}, lm.calls[0]["schema"])
+    validate_json_schema(chain, lm.calls[0]["schema"])
