@@ -4,7 +4,9 @@
 ``NEO4J_URI`` set; without it the Neo4j benchmarks are skipped and say so.
 Options pass sizes through (see ``--help``); ``--only`` picks benchmarks, and ``--merge`` puts
 their sections and summary rows in place of the same benchmarks' in the existing results file,
-keeping the others (a rerun of a few benchmarks without redoing the hour-long rest).
+keeping the others (a rerun of a few benchmarks without redoing the hour-long rest). The summary's
+derived row, kag against DSPy on the packaged model, is computed from whichever runs wrote the
+``training`` and ``dspy`` rows (``--only --merge`` with no names only recomputes it).
 
 The DSPy side by side (``dspy``) runs ``benchmarks.bench_dspy`` in its own environment
 (``scripts/dspy_venv.sh`` makes it: DSPy's pins would change kag's), on the packaged model's split
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -136,7 +139,7 @@ def main() -> None:
     goals = [r for r in results if r.met is not None]
     met = sum(1 for r in goals if r.met)
     if args.merge and args.output.exists():
-        text = merge(args.output.read_text(encoding="utf-8"), reports, started, elapsed)
+        text = side_by_side(merge(args.output.read_text(encoding="utf-8"), reports, started, elapsed))
         args.output.write_text(text, encoding="utf-8")
         print(goal_summary(results), flush=True)
         log(f"merged {', '.join(args.only)} into {args.output}")
@@ -164,7 +167,7 @@ def main() -> None:
         "",
         *[rep.markdown() for rep in reports],
     ]
-    args.output.write_text("\n".join(lines), encoding="utf-8")
+    args.output.write_text(side_by_side("\n".join(lines)), encoding="utf-8")
     print(goal_summary(results), flush=True)
     log(f"wrote {args.output} ({met} of {len(goals)} goals met)")
     if failed:
@@ -244,7 +247,7 @@ def merge(old: str, reports: list[Report], started: str, elapsed: float) -> str:
 
     A section is replaced where its title was (or added at the end of the details); the new
     summary rows go together where the first row of a benchmark they rerun was (else after the last row). The header
-    says what was merged when; the goal count is recounted over the whole summary.
+    says what was merged when (side_by_side then recounts the goals).
     """
     head, sep, details = old.partition("\n## Details\n")
     if not sep:
@@ -263,11 +266,8 @@ def merge(old: str, reports: list[Report], started: str, elapsed: float) -> str:
     if not placed:  # after the summary table's last row
         last = max((i for i, line in enumerate(lines) if _ROW.match(line)), default=len(lines) - 1)
         lines[last + 1 : last + 1] = new_rows
-    cells = [line.rstrip().rsplit("|", 2)[-2].strip() for line in lines if _ROW.match(line)]
-    met, goals = cells.count("yes"), cells.count("yes") + cells.count("**no**")
     head = "\n".join(lines)
-    head = re.sub(r"Goals met: \d+ of \d+\.", f"Goals met: {met} of {goals}.", head, count=1)
-    names = ", ".join(rep.title for rep in reports)
+    names = ", ".join(rep.title for rep in reports) or "nothing (the summary's derived rows only)"
     head = head.replace(
         "\n\nMachine:", f" Rerun and merged on {started} ({elapsed / 60:.1f} min): {names}.\n\nMachine:", 1
     )
@@ -276,6 +276,48 @@ def merge(old: str, reports: list[Report], started: str, elapsed: float) -> str:
     kept = [titles.pop(s.splitlines()[0][4:].strip(), s) if s.startswith("### ") else s for s in sections]
     body = "".join(s if s.endswith("\n") else s + "\n" for s in kept if s)
     return head + sep + body + "".join("\n" + section for section in titles.values())
+
+
+SIDE_BY_SIDE = "side-by-side"
+
+
+def side_by_side(text: str) -> str:
+    """The results text with its derived summary row: the packaged model trained by kag against
+    DSPy on the same model, split and grammar (from the ``training`` and ``dspy`` rows, whichever
+    run wrote them), and the goal count recounted over the whole summary."""
+    head, sep, rest = text.partition("\n## Details\n")
+    lines = [line for line in head.splitlines() if not line.startswith(f"| {SIDE_BY_SIDE} |")]
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines if _ROW.match(line)]
+
+    def best(bench: str, prefix: str, must: str = "", never: str = "") -> float | None:
+        values = []
+        for cells in rows:
+            metric = cells[1] if len(cells) >= 3 and cells[0] == bench else ""
+            if metric.startswith(prefix) and must in metric and not (never and never in metric):
+                with contextlib.suppress(ValueError):
+                    values.append(float(cells[2].split()[0]))
+        return max(values) if values else None
+
+    kag = best("training", "SmolLM2-135M exact answers", must="teacher")
+    dspy = best("dspy", "constrained, ", never="untrained")
+    as_it_comes = best("dspy", "as-it-comes, ", never="untrained")
+    if kag is not None and dspy is not None:
+        row = Result(
+            SIDE_BY_SIDE,
+            "packaged SmolLM2-135M, same split and grammar: kag's best trained program minus DSPy's best",
+            kag - dspy,
+            "share",
+            goal=">= 0.20",
+            met=kag - dspy >= 0.20,
+            note=f"kag {kag:.2f}; DSPy under the grammar {dspy:.2f}, as it comes "
+            + ("–" if as_it_comes is None else f"{as_it_comes:.2f}"),
+        )
+        last = max(i for i, line in enumerate(lines) if _ROW.match(line))
+        lines.insert(last + 1, format_table([row]).splitlines()[2])
+    cells = [line.rstrip().rsplit("|", 2)[-2].strip() for line in lines if _ROW.match(line)]
+    met, goals = cells.count("yes"), cells.count("yes") + cells.count("**no**")
+    head = re.sub(r"Goals met: \d+ of \d+\.", f"Goals met: {met} of {goals}.", "\n".join(lines), count=1)
+    return head + sep + rest
 
 
 def goal_summary(results: list[Result]) -> str:
