@@ -246,8 +246,8 @@ def merge(old: str, reports: list[Report], started: str, elapsed: float) -> str:
     """``old`` results text with ``reports`` in place of their earlier sections and summary rows.
 
     A section is replaced where its title was (or added at the end of the details); the new
-    summary rows go together where the first row of a benchmark they rerun was (else after the last row). The header
-    says what was merged when (side_by_side then recounts the goals).
+    summary rows go together where the first row of a benchmark they rerun was (else after the
+    last row). The header says what was merged when (:func:`side_by_side` recounts the goals).
     """
     head, sep, details = old.partition("\n## Details\n")
     if not sep:
