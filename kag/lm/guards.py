@@ -7,6 +7,7 @@ decodes under a schema:
   grammar built from the schema cannot let a list grow until the token limit;
 - :func:`choices_schema` narrows the enums of a schema (and of its union's variants) to the
   values a caller allows, such as the labels and flags of the worked examples a call shows;
+  :func:`positional_schema` does it per item of an array (each pattern of a chain in its place);
 - :func:`grounded_schema` turns the ``list[str]`` name fields of an answer schema
   into a dynamic enum of the names a caller allows (an empty list says "not found");
 - :class:`RepetitionGuard` reads a JSON answer as it is generated and reports the
@@ -32,6 +33,7 @@ __all__ = [
     "choices_schema",
     "grounded_numbers",
     "grounded_schema",
+    "positional_schema",
     "spans_schema",
     "text_spans",
     "whole_list_schema",
