@@ -152,6 +152,7 @@ async def run(
     questions: int = 30,
     seed: int = 0,
     modes: Sequence[str] = MODES,
+    bootstrap_modes: Sequence[str] = MODES,
     knn_ks: Sequence[int] = (DEMOS, 1),
     threads: int = 2,
     knn_bootstrap: bool = False,
@@ -255,18 +256,19 @@ async def run(
             evaluate(row, program(), lm)
             rows.append(row)
 
-            row = Row(mode, f"BootstrapFewShot({DEMOS}+{DEMOS})")
-            optimizer = dspy.BootstrapFewShot(**bootstrap_args, max_errors=10**6)
-            calls0, t0 = lm.calls, time.perf_counter()
-            compiled = optimizer.compile(program(), trainset=trainset)
-            row.fit_s, row.fit_calls = time.perf_counter() - t0, lm.calls - calls0
-            boot = sum(1 for d in compiled.search.demos if d.get("augmented"))
-            row.note = (
-                f"{boot} bootstrapped + {len(compiled.search.demos) - boot} labelled demos; "
-                f"{optimizer.error_count} training runs failed (parse or search)"
-            )
-            evaluate(row, compiled, lm)
-            rows.append(row)
+            if mode in bootstrap_modes:
+                row = Row(mode, f"BootstrapFewShot({DEMOS}+{DEMOS})")
+                optimizer = dspy.BootstrapFewShot(**bootstrap_args, max_errors=10**6)
+                calls0, t0 = lm.calls, time.perf_counter()
+                compiled = optimizer.compile(program(), trainset=trainset)
+                row.fit_s, row.fit_calls = time.perf_counter() - t0, lm.calls - calls0
+                boot = sum(1 for d in compiled.search.demos if d.get("augmented"))
+                row.note = (
+                    f"{boot} bootstrapped + {len(compiled.search.demos) - boot} labelled demos; "
+                    f"{optimizer.error_count} training runs failed (parse or search)"
+                )
+                evaluate(row, compiled, lm)
+                rows.append(row)
 
             for k in knn_ks:
                 row = Row(mode, f"KNNFewShot(k={k})")
@@ -339,6 +341,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--train", type=int, metavar="N", help="as bench_training --local-train N (default: half)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES), metavar="MODE")
+    parser.add_argument(
+        "--bootstrap-modes",
+        nargs="*",
+        choices=MODES,
+        default=list(MODES),
+        metavar="MODE",
+        help="the modes with a BootstrapFewShot row (its fit runs the program over the training split)",
+    )
     parser.add_argument("--knn-k", type=int, nargs="+", default=[DEMOS, 1], help="KNNFewShot k values (4 1)")
     parser.add_argument("--knn-bootstrap", action="store_true", help="KNNFewShot bootstraps at each question")
     parser.add_argument(
@@ -353,6 +363,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             args.questions,
             args.seed,
             modes=args.modes,
+            bootstrap_modes=args.bootstrap_modes,
             knn_ks=args.knn_k,
             threads=args.threads,
             knn_bootstrap=args.knn_bootstrap,

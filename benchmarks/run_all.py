@@ -110,6 +110,13 @@ def main() -> None:
         help="of those, the training questions (the rest are held out)",
     )
     parser.add_argument("--dspy-python", help="the DSPy environment's python (default: scripts/dspy_venv.sh makes one)")
+    parser.add_argument(
+        "--dspy-json",
+        nargs="+",
+        type=Path,
+        metavar="PATH",
+        help="use these bench_dspy --json reports (say, one per mode, run apart) instead of running it",
+    )
     parser.add_argument("--output", type=Path, default=RESULTS)
     parser.add_argument("--merge", action="store_true", help="replace only these benchmarks' parts of --output")
     args = parser.parse_args()
@@ -220,6 +227,9 @@ def run_one(name: str, args: argparse.Namespace, settings: Any) -> Report:
 
 def dspy_report(args: argparse.Namespace) -> Report:
     """``bench_dspy`` on the training benchmark's local split, run by the DSPy environment's python."""
+    if args.dspy_json:  # reports of runs made apart (one per mode, on a core each): one section
+        parts = [Report.from_dict(json.loads(p.read_text(encoding="utf-8"))) for p in args.dspy_json]
+        return Report(parts[0].title, [r for p in parts for r in p.results], [n for p in parts for n in p.notes])
     if not args.training_local:
         return Report("DSPy on the KGQA one-hop questions", notes=["skipped: --training-local 0"])
     python = (
