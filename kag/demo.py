@@ -116,9 +116,10 @@ async def run(
     if lm == "local":
         from kag.lm.llamacpp import LOCAL, LlamaCppLM
 
-        # one pattern per search: a chain schema costs the 135M model most of its accuracy
+        # untrained, one pattern per search: a chain schema costs the 135M model most of its
+        # accuracy; trained, the nearest demo fixes the chain's patterns and it only quotes names
         model = LlamaCppLM(LOCAL)
-        options: dict[str, Any] = {"max_hops": 1, "threshold": 0.7}
+        options: dict[str, Any] = {"max_hops": 2 if fit else 1, "threshold": 0.7}
         described = f"{model.name}, the packaged SmolLM2-135M under a grammar (llama.cpp)"
     elif lm == "lexical":
         model, options, described = lexical, {}, f"{lexical.name} — an offline lexical matcher, not a language model"

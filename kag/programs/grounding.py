@@ -60,7 +60,8 @@ def fact_names(inputs: Iterable[Any]) -> list[str] | None:
     ``count`` of a counting search, and the property values the facts' entities hold.
 
     When the input also carries the one-pattern ``search`` that found the facts and that search
-    names one side and asks for the other (``"*"``), the names are those of the asked side, then
+    names one side and asks for the other (``"*"``), or a chain that names only its start, the
+    names are those of the asked side (the chain's end), then
     the values stated about the named side: "What is the capital of Peru?" is answered by the
     cities found (or Peru's population), never by Peru. (A
     ``bidirectional`` search may find the named entity on either side; it is left out by name.)
@@ -115,13 +116,14 @@ def named_values(inputs: Iterable[Any]) -> list[str]:
     values: dict[str, None] = {}
     for item in inputs:
         data = item.model_dump(mode="json") if isinstance(item, BaseModel) else item
-        if (
-            not isinstance(data, Mapping)
-            or not _asks_one_side(data.get("search"))
-            or data["search"].get("bidirectional")
-        ):
+        if not isinstance(data, Mapping):
             continue
-        named = "object" if data["search"]["subject_similarity_search"] == "*" else "subject"
+        search = _single(data.get("search"))
+        if not isinstance(search, Mapping) or _asks_end(search) or not _asks_one_side(search):
+            continue
+        if search.get("bidirectional"):
+            continue
+        named = "object" if search["subject_similarity_search"] == "*" else "subject"
         for fact in data.get("facts") or ():
             if isinstance(fact, Mapping):
                 for value in _values(fact.get(named)):
@@ -129,7 +131,32 @@ def named_values(inputs: Iterable[Any]) -> list[str]:
     return list(values)
 
 
+def _single(search: Any) -> Any:
+    """A chain of one pattern as that pattern (what a retriever that may chain writes); else ``search``."""
+    hops = search.get("hops") if isinstance(search, Mapping) else None
+    if isinstance(hops, list) and len(hops) == 1 and isinstance(hops[0], Mapping):
+        return hops[0]
+    return search
+
+
+def _asks_end(search: Any) -> bool:
+    """A chain of two or more patterns that names only its first subject and asks for its last
+    object ("Which continent is Lima in?": Lima -> Country -> Continent)."""
+    hops = search.get("hops") if isinstance(search, Mapping) else None
+    if not isinstance(hops, list) or len(hops) < 2 or not all(isinstance(h, Mapping) for h in hops):
+        return False
+    if any(h.get("negated") or h.get("bidirectional") or h.get("count") for h in hops):
+        return False
+    first = hops[0].get("subject_similarity_search")
+    others = [h.get("object_similarity_search", "*") for h in hops]
+    others += [h.get("subject_similarity_search", "*") for h in hops[1:]]
+    return isinstance(first, str) and first != "*" and all(t == "*" for t in others)
+
+
 def _asks_one_side(search: Any) -> bool:
+    if _asks_end(search):
+        return True
+    search = _single(search)
     if not isinstance(search, Mapping) or "hops" in search or search.get("negated"):
         return False
     subject, obj = search.get("subject_similarity_search"), search.get("object_similarity_search")
@@ -137,19 +164,29 @@ def _asks_one_side(search: Any) -> bool:
 
 
 def _asked_names(search: Any, facts: list[Mapping[str, Any]]) -> list[str]:
-    """The names on the side a one-pattern search asks for (empty: no single asked side)."""
+    """The names on the side a one-pattern search asks for, or at the end of a chain that names
+    its start (empty: no single asked side)."""
     if not _asks_one_side(search):
         return []
+    if _asks_end(search):  # a chain's fact holds its whole path: the last entity is the one asked for
+        ends = [_entity_name(f["path"][-1]) for f in facts if isinstance(f.get("path"), list) and f["path"]]
+        return list(dict.fromkeys(name for name in ends if name is not None))
+    search = _single(search)
     subject, obj = search["subject_similarity_search"], search["object_similarity_search"]
     side, named = ("subject", obj) if subject == "*" else ("object", subject)
-    sides = ("subject", "object") if search.get("bidirectional") else (side,)
+    other = "object" if side == "subject" else "subject"
     folded = named.casefold()
     found: dict[str, None] = {}
     for fact in facts:
-        for key in sides:
-            name = _entity_name(fact.get(key))
-            if name is not None and (len(sides) == 1 or name.casefold() != folded):
-                found.setdefault(name, None)
+        asked, given = _entity_name(fact.get(side)), _entity_name(fact.get(other))
+        if search.get("bidirectional"):  # the named entity may be on either side: left out by name
+            names = [n for n in (asked, given) if n is not None and n.casefold() != folded]
+        elif asked is not None and asked.casefold() == folded and given is not None and given.casefold() != folded:
+            names = [given]  # a symmetric relation's fact, stored the other way round
+        else:
+            names = [asked] if asked is not None else []
+        for name in names:
+            found.setdefault(name, None)
     return list(found)
 
 

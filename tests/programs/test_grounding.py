@@ -152,6 +152,42 @@ def test_the_names_of_an_asking_search_are_those_of_the_side_it_asked_for() -> N
     assert asked_names([{"query": "no facts"}]) is None
 
 
+def test_a_chain_of_one_pattern_is_that_pattern_and_a_chain_that_names_its_start_asks_for_its_end() -> None:
+    from kag.programs.grounding import asked_names
+
+    facts = [fact("Paris", "France"), fact("Lyon", "France")]
+    one = Searched(query="q", search={"hops": [asking("*", "France")]}, facts=facts)
+    assert asked_names([one]) == ["Paris", "Lyon"]
+    lima = {
+        "text": "Lima -[IsCityOf]-> Peru -[IsInContinent]-> South America",
+        "score": 1.0,
+        "subject": {"label": "City", "name": "Lima"},
+        "object": {"label": "Country", "name": "Peru"},
+        "path": [
+            {"label": "City", "name": "Lima"},
+            {"label": "Country", "name": "Peru"},
+            {"label": "Continent", "name": "South America"},
+        ],
+    }
+    chain = {"hops": [asking("Lima", "*"), asking("*", "*")]}
+    assert asked_names([Searched(query="q", search=chain, facts=[lima])]) == ["South America"]
+    # a chain that names something past its start, or negates, has no single asked end
+    for hops in ([asking("Lima", "*"), asking("*", "Asia")], [asking("Lima", "*"), asking("*", "*", negated=True)]):
+        assert asked_names([Searched(query="q", search={"hops": hops}, facts=[lima])]) is None
+
+
+def test_a_symmetric_relations_fact_stored_the_other_way_still_gives_the_asked_name() -> None:
+    from kag.programs.grounding import asked_names
+
+    # "Which countries border Argentina?": Borders is symmetric, so a fact may hold Argentina as its subject
+    facts = [fact("Chile", "Argentina"), fact("Argentina", "Bolivia")]
+    bordering = Searched(query="q", search={"hops": [asking("*", "Argentina")]}, facts=facts)
+    assert asked_names([bordering]) == ["Chile", "Bolivia"]
+    # a name on both sides equal to the named text stays (the city of Mexico, in Mexico)
+    mexico = Searched(query="q", search=asking("*", "Mexico"), facts=[fact("Mexico", "Mexico")])
+    assert asked_names([mexico]) == ["Mexico"]
+
+
 def test_number_fields_and_the_numbers_facts_state() -> None:
     from kag.programs.grounding import fact_numbers, number_fields
 
