@@ -36,6 +36,7 @@ __all__ = [
     "positional_schema",
     "spans_schema",
     "text_spans",
+    "text_words",
     "whole_list_schema",
 ]
 
@@ -94,6 +95,11 @@ _WORD = re.compile(r"[^\W_](?:[\w'’.-]*[^\W_])?")
 _POSSESSIVE = re.compile(r"['’]s$")
 
 
+def text_words(text: str) -> list[str]:
+    """The words of ``text`` in order, as written (a word may hold ``'``, ``.`` and ``-`` inside)."""
+    return _WORD.findall(text)
+
+
 def text_spans(texts: Iterable[str], max_words: int = 5) -> list[str]:
     """Every run of 1 to ``max_words`` consecutive words of ``texts``, as written, once each.
 
@@ -102,7 +108,7 @@ def text_spans(texts: Iterable[str], max_words: int = 5) -> list[str]:
     """
     spans: dict[str, None] = {}
     for text in texts:
-        words = _WORD.findall(text)
+        words = text_words(text)
         for word in words:  # "Ghana's capital" names Ghana: the possessive's stem is a span too
             stem = _POSSESSIVE.sub("", word)
             if stem != word and stem:

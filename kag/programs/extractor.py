@@ -2,7 +2,11 @@
 
 For each chunk the model fills entities and relations constrained by the
 declared models (labels are enums, every entity follows its model's strict
-schema). Extracted entities are then resolved against the chunk batch and the
+schema) and by the chunk (:mod:`kag.programs.stated`): a name must be one the
+chunk writes, a property value one it states (a value it does not state is
+dropped, never stored), and no entity or relation is listed twice. A model that
+decodes under a grammar gets these as per-chunk enums and cannot write
+anything else. Extracted entities are then resolved against the chunk batch and the
 knowledge base — normalized key first, then embedding similarity above a
 threshold, then an attribute merge — and written with provenance to the chunks
 they came from. Relations whose endpoints cannot be resolved are reported in
@@ -12,6 +16,7 @@ they came from. Relations whose endpoints cannot be resolved are reported in
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +33,7 @@ from kag.errors import ConfigError, InvalidInputError, SchemaError
 from kag.knowledge.base import KnowledgeBase
 from kag.lm.base import LanguageModel, Message
 from kag.programs.module import Module, as_list
+from kag.programs.stated import is_stated, stated_schema, states_name
 from kag.text import normalize_text
 
 INSTRUCTIONS = (
@@ -222,6 +228,7 @@ class KnowledgeExtractor(Module):
         concurrency: int = 4,
         progress: bool | None = None,
         instructions: str | None = None,
+        examples: Sequence[tuple[str, Mapping[str, Any]]] | None = None,
         name: str | None = None,
         description: str | None = None,
     ) -> None:
@@ -245,6 +252,16 @@ class KnowledgeExtractor(Module):
         self.progress = progress
         self.instructions = instructions or INSTRUCTIONS
         self.json_schema = extraction_schema(self.schema)
+        self.examples: list[tuple[str, dict[str, Any]]] = []
+        for i, example in enumerate(examples or ()):
+            if not (isinstance(example, tuple | list) and len(example) == 2 and isinstance(example[0], str)):
+                raise ConfigError(f"examples[{i}] must be a (passage text, extraction) pair.")
+            passage, output = example[0], dict(example[1])
+            try:  # a demo must be an extraction this extractor would accept from that passage
+                self._validate(output, passage)
+            except (ValueError, pydantic.ValidationError, KeyError) as exc:
+                raise ConfigError(f"examples[{i}] is not a valid extraction of its passage: {exc}") from exc
+            self.examples.append((passage, output))
 
     # -- module API -----------------------------------------------------------
     def compute_output_model(self, input_models: Sequence[type[BaseModel]]) -> type[BaseModel]:
@@ -275,6 +292,7 @@ class KnowledgeExtractor(Module):
             "relation_models": [object_path(m) for m in self.schema.relation_models],
             "resolution_threshold": self.resolution_threshold,
             "concurrency": self.concurrency,
+            "examples": [[text, output] for text, output in self.examples],
         }
 
     @classmethod
@@ -291,6 +309,7 @@ class KnowledgeExtractor(Module):
             [import_object(p, Relation, custom) for p in config.get("relation_models", [])],
             resolution_threshold=config.get("resolution_threshold", 0.9),
             concurrency=config.get("concurrency", 4),
+            examples=[(str(text), output) for text, output in config.get("examples", [])],
             name=config.get("name"),
             description=config.get("description"),
         )
@@ -300,18 +319,41 @@ class KnowledgeExtractor(Module):
 
     # -- extraction -----------------------------------------------------------
     def messages(self, chunk: Chunk) -> list[Message]:
-        """System instructions with the schema description, then the passage as the user turn."""
-        return [
-            {"role": "system", "content": f"{self.instructions}\n\n{self.schema.describe()}"},
-            {"role": "user", "content": f"Passage (id {chunk.id}):\n{chunk.text}"},
-        ]
+        """System instructions with the schema description, the examples as user/assistant turns,
+        then the passage as the user turn."""
+        messages: list[Message] = [{"role": "system", "content": f"{self.instructions}\n\n{self.schema.describe()}"}]
+        for i, (text, output) in enumerate(self.examples):
+            messages.append({"role": "user", "content": f"Passage (id example-{i}):\n{text}"})
+            messages.append({"role": "assistant", "content": json.dumps(output, ensure_ascii=False)})
+        messages.append({"role": "user", "content": f"Passage (id {chunk.id}):\n{chunk.text}"})
+        return messages
 
-    def _validate(self, output: dict[str, Any]) -> _Extracted:
+    def chunk_schema(self, chunk: Chunk) -> dict[str, Any]:
+        """The schema the model fills for ``chunk``: for a model under a grammar, its names and
+        values narrowed to what the chunk states (:func:`kag.programs.stated.stated_schema`)."""
+        if getattr(self.language_model, "constrained_decoding", False):
+            return stated_schema(self.json_schema, chunk.text)
+        return self.json_schema
+
+    def _validate(self, output: dict[str, Any], text: str) -> _Extracted:
+        """The model's answer for the passage ``text`` as entities and relations; a name the
+        passage does not write is refused (repaired), a value it does not state is dropped, and
+        an entity or relation listed again is listed once."""
         entities: list[Entity] = []
+        seen: set[tuple[str, str]] = set()
         for item in output.get("entities", []):
             model = self.schema.entity_model(item.get("label", ""))  # SchemaError is a ValueError: repaired
-            entities.append(model.model_validate({k: v for k, v in item.items() if v is not None}))
+            name = str(item.get("name", ""))
+            if not states_name(text, name):
+                raise InvalidInputError(f"{item.get('label')} {name!r} is not a name the passage writes.")
+            key = (model.model_fields["label"].default, normalize_text(name))
+            if key in seen:
+                continue
+            seen.add(key)
+            stated = {k: v for k, v in item.items() if v is not None and (k in ("label", "name") or is_stated(text, v))}
+            entities.append(model.model_validate(stated))
         relations = []
+        listed: set[tuple[str, str, str, str, str]] = set()
         for item in output.get("relations", []):
             spec = self.schema.relation_spec(item.get("label", ""))
             subj, obj = EntityRef.model_validate(item["subject"]), EntityRef.model_validate(item["object"])
@@ -320,15 +362,25 @@ class KnowledgeExtractor(Module):
                     f"{spec.label} links {'|'.join(spec.subj_labels)} -> {'|'.join(spec.obj_labels)}, "
                     f"not {subj.label} -> {obj.label}."
                 )
-            relations.append({**item, "subject": subj, "object": obj})
+            triple = (spec.label, subj.label, normalize_text(subj.name), obj.label, normalize_text(obj.name))
+            if triple in listed:
+                continue
+            listed.add(triple)
+            props = {k: v for k, v in item.items() if k in ("label", "subject", "object") or is_stated(text, v)}
+            # an endpoint the passage does not name is reported as unresolved, not stored
+            unstated = [ref for ref in (subj, obj) if not states_name(text, ref.name)]
+            relations.append({**props, "subject": subj, "object": obj, _UNSTATED: unstated})
         return _Extracted("", entities, relations)
 
     async def extract(self, chunk: Chunk) -> _Extracted:
         """Ask the model for one chunk's entities and relations (validated, repaired if needed)."""
         output = await self.language_model.generate(
-            self.messages(chunk), self.json_schema, validate=self._validate, schema_name="extraction"
+            self.messages(chunk),
+            self.chunk_schema(chunk),
+            validate=lambda out: self._validate(out, chunk.text),
+            schema_name="extraction",
         )
-        result = self._validate(output)
+        result = self._validate(output, chunk.text)
         result.chunk_id = chunk.id
         return result
 
@@ -361,6 +413,18 @@ class KnowledgeExtractor(Module):
         report.merged = resolver.merged
         return report
 
+    async def _stated_endpoint(
+        self, ref: EntityRef, listed: Mapping[str, str], resolver: _Resolver, resolved: list[Entity]
+    ) -> Entity | None:
+        """The entity a relation's endpoint names when the passage writes the name but the model
+        did not list it (a small model often lists relations only); ``None`` when the name is
+        listed under another label (the two disagree: reported, not guessed)."""
+        if listed.get(normalize_text(ref.name), ref.label) != ref.label:
+            return None
+        entity = await resolver.resolve(self.schema.entity_model(ref.label).model_validate({"name": ref.name}))
+        resolved.append(entity)
+        return entity
+
     async def _write(
         self,
         extracted: _Extracted,
@@ -370,6 +434,7 @@ class KnowledgeExtractor(Module):
         relation_ids: set[str],
     ) -> None:
         resolved = [await resolver.resolve(e) for e in extracted.entities]
+        listed = {normalize_text(e.search_text()): e.label for e in extracted.entities}
         relations: list[Relation] = []
         for item in extracted.relations:
             subj_ref, obj_ref = item["subject"], item["object"]
@@ -385,13 +450,18 @@ class KnowledgeExtractor(Module):
                     )
                 )
 
-            subj, obj = await resolver.lookup(subj_ref), await resolver.lookup(obj_ref)
+            if item[_UNSTATED]:
+                missing = item[_UNSTATED][0]
+                unresolved(f"{missing.label} {missing.name!r} is not a name the passage writes")
+                continue
+            subj = await resolver.lookup(subj_ref) or await self._stated_endpoint(subj_ref, listed, resolver, resolved)
+            obj = await resolver.lookup(obj_ref) or await self._stated_endpoint(obj_ref, listed, resolver, resolved)
             if subj is None or obj is None:
                 missing = subj_ref if subj is None else obj_ref
                 unresolved(f"no {missing.label} named {missing.name!r} in the passage or the knowledge base")
                 continue
             spec = self.schema.relation_spec(item["label"])
-            props = {k: v for k, v in item.items() if k not in ("subject", "object") and v is not None}
+            props = {k: v for k, v in item.items() if k not in ("subject", "object", _UNSTATED) and v is not None}
             try:
                 relations.append(spec.model.model_validate({**props, "subj": subj, "obj": obj}))
             except pydantic.ValidationError as exc:
@@ -405,6 +475,9 @@ class KnowledgeExtractor(Module):
         entity_ids.update(e.id for e in resolved)
         entity_ids.update(x for r in relations for x in (r.subj.id, r.obj.id))
         relation_ids.update(r.id for r in relations)
+
+
+_UNSTATED = "_unstated"  # a validated relation's endpoints that its passage does not name
 
 
 def _chunk(text: str, chunk_id: str) -> Chunk:

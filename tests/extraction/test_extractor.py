@@ -105,7 +105,8 @@ async def test_resolution_against_existing_entities_and_by_similarity(kb: kag.Kn
         ],
         "relations": [],
     }
-    report = await KnowledgeExtractor(kb, ScriptedLM([answer]), resolution_threshold=0.8).ingest(["text"])
+    passage = "Berlin and Pariss are cities. Paris has 5 inhabitants."
+    report = await KnowledgeExtractor(kb, ScriptedLM([answer]), resolution_threshold=0.8).ingest([passage])
     assert report.merged == 2
     berlin = await kb.get(City(name="Berlin"))
     assert berlin.population == 3_645_000  # type: ignore[union-attr]

@@ -1,0 +1,163 @@
+"""What a passage states: the names and values an extraction may take from it.
+
+An extracted entity's name must be a run of the passage's words, and a property value must be
+stated in the passage (a number it writes, a run of its words), never invented. For a model that
+decodes under a grammar, :func:`stated_schema` turns the extraction schema into per-passage enums
+(names, numbers, texts), so it cannot write anything else; for any other model,
+:func:`unstated` finds what its answer made up, so the extractor can refuse or drop it.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from kag.lm.guards import text_spans, text_words
+
+__all__ = ["is_stated", "name_spans", "stated_numbers", "stated_schema", "states_name"]
+
+# short lowercase words inside a name ("Bosnia and Herzegovina", "Rio de Janeiro")
+_CONNECTORS = frozenset({"of", "and", "the", "de", "la", "le", "da", "do", "du", "del", "di", "van", "von", "y", "e"})
+_NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.])\d+(?:\.\d+)?(?![\w])")
+
+
+# a name does not run over the end of a sentence or clause ("... Peru. Arequipa ...")
+_BREAK = re.compile(r"[!?;:()\[\]\n]|[.,](?=\s|$)")
+
+
+def _capital(word: str) -> bool:
+    return word[:1].isupper() or word[:1].isdigit()
+
+
+def name_spans(text: str, max_words: int = 5) -> list[str]:
+    """The runs of ``text``'s words, within a sentence or clause, that read as names: they start
+    with a capitalized word and end with one (or a number), with only capitalized words or short
+    connectors between ("Republic of the Congo"). A passage without any gives every run of its
+    words (names written in lowercase)."""
+    spans = text_spans(_BREAK.split(text), max_words)
+    names = []
+    for span in spans:
+        words = span.split()
+        if words[0][:1].isupper() and _capital(words[-1]) and all(_capital(w) or w in _CONNECTORS for w in words):
+            names.append(span)
+    return names or spans
+
+
+_SCALES = {"thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12}
+_SCALE = re.compile(r"\s+(thousand|million|billion|trillion)\b", re.IGNORECASE)
+
+
+def stated_numbers(text: str) -> list[int | float]:
+    """The numbers ``text`` writes, once each: "1,008,290" and "1008290" are 1008290, "3.5" is 3.5,
+    and "2.1 million" is both 2.1 and 2100000."""
+    out: dict[int | float, None] = {}
+    for match in _NUMBER.finditer(text):
+        raw = match.group(0).replace(",", "")
+        value = float(raw)
+        out.setdefault(int(value) if value.is_integer() and "." not in raw else value, None)
+        scale = _SCALE.match(text, match.end())
+        if scale is not None:
+            scaled = value * _SCALES[scale.group(1).lower()]
+            out.setdefault(round(scaled) if abs(scaled - round(scaled)) < 1e-6 else scaled, None)
+    return list(out)
+
+
+def _words(text: str) -> str:
+    return " " + " ".join(w.casefold() for w in text_words(text)) + " "
+
+
+def states_name(text: str, name: str) -> bool:
+    """Whether ``name`` is a run of the passage's words (case aside). The grammar is stricter
+    (:func:`name_spans`); this is the check every model's answer gets."""
+    wanted = _words(name)
+    return wanted.strip() != "" and wanted in _words(text)
+
+
+def is_stated(text: str, value: Any) -> bool:
+    """Whether ``text`` states ``value``: a number it writes, or a run of its words."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int | float):
+        return any(float(n) == float(value) for n in stated_numbers(text))
+    if isinstance(value, str):
+        wanted = _words(value)
+        return wanted.strip() != "" and wanted in _words(text)
+    return False
+
+
+def stated_schema(schema: Mapping[str, Any], text: str) -> dict[str, Any]:
+    """A copy of an extraction schema (``entities`` and ``relations`` arrays) for one passage.
+
+    Every entity ``name`` and relation endpoint name is an enum of :func:`name_spans`; every other
+    string property of an entity an enum of the passage's runs of words or ``null``; every integer
+    or number property an enum of :func:`stated_numbers` or ``null`` (only ``null`` when the passage
+    writes none); the lists hold each item once (``uniqueItems``).
+    """
+    out = copy.deepcopy(dict(schema))
+    names = name_spans(text)
+    texts = text_spans([text])
+    numbers = stated_numbers(text)
+    properties = out.get("properties", {})
+    entities = properties.get("entities", {})
+    for variant in _variants(entities.get("items")):
+        for key, prop in variant.get("properties", {}).items():
+            if key == "label" or not isinstance(prop, dict):
+                continue
+            if key == "name":
+                variant["properties"][key] = _enum(prop, names)
+            else:
+                variant["properties"][key] = _stated_value(prop, texts, numbers)
+    relations = properties.get("relations", {})
+    for variant in _variants(relations.get("items")):
+        for side in ("subject", "object"):
+            ref = variant.get("properties", {}).get(side)
+            if isinstance(ref, dict) and isinstance(ref.get("properties", {}).get("name"), dict):
+                ref["properties"]["name"] = _enum(ref["properties"]["name"], names)
+    for array in (entities, relations):
+        if isinstance(array, dict) and array.get("type") == "array":
+            array["uniqueItems"] = True
+    return out
+
+
+def _variants(items: Any) -> list[dict[str, Any]]:
+    if not isinstance(items, dict):
+        return []
+    options = items.get("anyOf")
+    return [v for v in options if isinstance(v, dict)] if isinstance(options, list) else [items]
+
+
+def _enum(prop: dict[str, Any], values: list[Any]) -> dict[str, Any]:
+    kept = {k: v for k, v in prop.items() if k not in ("pattern", "maxLength", "minLength", "format")}
+    return {**kept, "enum": list(values)}
+
+
+def _stated_value(prop: dict[str, Any], texts: list[str], numbers: list[int | float]) -> dict[str, Any]:
+    """A property's schema with its string / integer / number variant an enum of what is stated."""
+    options = prop.get("anyOf")
+    if not isinstance(options, list):  # a value that cannot be null: grounded only where the passage has one
+        narrowed = _one(prop, texts, numbers)
+        return narrowed if narrowed is not None and narrowed["enum"] else prop
+    kept = []
+    for option in options:
+        if not isinstance(option, dict) or option.get("type") == "null":
+            kept.append(option)
+            continue
+        narrowed = _one(option, texts, numbers)
+        if narrowed is not None and narrowed.get("enum") != []:
+            kept.append(narrowed)
+        elif narrowed is None:
+            kept.append(option)
+    return {**prop, "anyOf": kept} if kept else prop
+
+
+def _one(option: dict[str, Any], texts: list[str], numbers: list[int | float]) -> dict[str, Any] | None:
+    kind = option.get("type")
+    if kind == "string":
+        return _enum(option, texts)
+    if kind == "integer":
+        return _enum(option, [n for n in numbers if isinstance(n, int)])
+    if kind == "number":
+        return _enum(option, list(numbers))
+    return None
