@@ -149,7 +149,8 @@ async def run(n: int = 20, seed: int = 0, demos: int = 0) -> Report:
                     log(f"passage {i}: invented {entity.label}.{key}={value!r} for {entity.name!r}")  # type: ignore[union-attr]
         unresolved = [(u.label, u.subject.name, u.object.name, u.reason[:60]) for u in result.unresolved]
         log(
-            f"passage {i}: {seconds[-1]:.1f} s, wrote {sorted(mine)}, unresolved {unresolved}, failed {dict(result.failed_chunks)}"
+            f"passage {i}: {seconds[-1]:.1f} s, wrote {sorted(mine)}, unresolved {unresolved}, "
+            f"failed {dict(result.failed_chunks)}"
         )
     right = sum(1 for r in written if r in truth)
     precision = right / len(written) if written else float("nan")

@@ -31,6 +31,7 @@ from typing import Any
 from benchmarks import (
     bench_bm25,
     bench_embedders,
+    bench_extraction,
     bench_first_load,
     bench_ingest,
     bench_integrations,
@@ -71,6 +72,7 @@ NAMES = (
     "local_lm",
     "training",
     "dspy",
+    "extraction",
     "integrations",
 )
 ROOT = Path(__file__).resolve().parent.parent
@@ -205,6 +207,8 @@ def run_one(name: str, args: argparse.Namespace, settings: Any) -> Report:
         )
     elif name == "dspy":
         return dspy_report(args)
+    elif name == "extraction":
+        return asyncio.run(bench_extraction.run(20, 0, demos=1))
     elif name == "triplet":
         return asyncio.run(bench_triplet.run(settings, args.memory_edges, args.neo4j_edges, args.build_budget))
     elif name == "scale":
