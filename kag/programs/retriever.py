@@ -301,8 +301,7 @@ class KnowledgeRetriever(Module):
         teaches a model a pattern it never writes by itself.
         """
         hops = [dict(h) for h in search["hops"]] if isinstance(search.get("hops"), list) else [dict(search)]
-        variants: list[dict[str, Any]] = []
-        seen = {json.dumps(search, sort_keys=True)}
+        candidates: list[dict[str, Any]] = []
         for i, hop in enumerate(hops):
             edits = [
                 {"bidirectional": not hop.get("bidirectional", False)},
@@ -314,18 +313,11 @@ class KnowledgeRetriever(Module):
             for edit in edits:
                 changed = [dict(h) for h in hops]
                 changed[i] = {**hop, **edit}
-                candidate: dict[str, Any] = {"hops": changed} if "hops" in search else changed[0]
-                key = json.dumps(candidate, sort_keys=True)
-                if key in seen:
-                    continue
-                seen.add(key)
-                try:
-                    self.validate_search(candidate)
-                except ValueError:
-                    continue
-                variants.append(candidate)
-        for hops_ in self._longer_chains(hops):
-            candidate = {"hops": hops_}
+                candidates.append({"hops": changed} if "hops" in search else changed[0])
+        candidates += [{"hops": longer} for longer in self._longer_chains(hops)]
+        variants: list[dict[str, Any]] = []
+        seen = {json.dumps(search, sort_keys=True)}
+        for candidate in candidates:  # once each, and only what can run here
             key = json.dumps(candidate, sort_keys=True)
             if key in seen:
                 continue
