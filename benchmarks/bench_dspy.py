@@ -300,6 +300,10 @@ async def run(
         "questions, whose searches come from "
         f"kag's LexicalLM teacher (equal to the gold search on {same}/{len(x)}):\n\n" + table(rows, types)
     )
+    report.notes.append(
+        f"Modes: {', '.join(modes)}; answers bounded at {max_tokens} tokens; BootstrapFewShot run in: "
+        f"{', '.join(m for m in modes if m in bootstrap_modes) or 'no mode'}; {threads} llama.cpp thread(s)."
+    )
     timing = decoder.timings
     report.notes.append(
         f"Decoding (all rows, {threads} llama.cpp thread(s)): {timing['prompt_tokens']:.0f} prompt tokens evaluated "

@@ -233,7 +233,10 @@ def dspy_report(args: argparse.Namespace) -> Report:
     """``bench_dspy`` on the training benchmark's local split, run by the DSPy environment's python."""
     if args.dspy_json:  # reports of runs made apart (one per mode, on a core each): one section
         parts = [Report.from_dict(json.loads(p.read_text(encoding="utf-8"))) for p in args.dspy_json]
-        return Report(parts[0].title, [r for p in parts for r in p.results], [n for p in parts for n in p.notes])
+        notes = [f"Combined from {len(parts)} runs made apart (`--dspy-json`); each reports its own times."]
+        return Report(
+            parts[0].title, [r for p in parts for r in p.results], notes + [n for p in parts for n in p.notes]
+        )
     if not args.training_local:
         return Report("DSPy on the KGQA one-hop questions", notes=["skipped: --training-local 0"])
     python = (
