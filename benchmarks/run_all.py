@@ -203,7 +203,9 @@ def run_one(name: str, args: argparse.Namespace, settings: Any) -> Report:
         return bench_integrations.run()
     elif name == "training":
         return asyncio.run(
-            bench_training.run(local_questions=args.training_local, local_train=args.training_local_train)
+            bench_training.run(
+                local_questions=args.training_local, local_train=args.training_local_train, local_abstain=True
+            )
         )
     elif name == "dspy":
         return dspy_report(args)
