@@ -549,11 +549,16 @@ COUNTRY_OUT_OF_SCHEMA_FRESH = [
 ]
 
 
-def country_out_of_schema(seed: int = SEED, templates: Sequence[str] = COUNTRY_OUT_OF_SCHEMA) -> list[dict[str, Any]]:
-    rng = random.Random(seed)
+def country_names(seed: int = SEED) -> list[str]:
+    """The countries the KGQA lookup questions name, shuffled by ``seed``."""
     searches = [r["gold_search"] for r in load_questions(types=["lookup"])]
     names = sorted({g["object_similarity_search"] for g in searches if g.get("object_label") == "Country"} - {"*"})
-    rng.shuffle(names)
+    random.Random(seed).shuffle(names)
+    return names
+
+
+def country_out_of_schema(seed: int = SEED, templates: Sequence[str] = COUNTRY_OUT_OF_SCHEMA) -> list[dict[str, Any]]:
+    names = country_names(seed)
     kind = "out_of_schema" if templates is COUNTRY_OUT_OF_SCHEMA else "out_of_schema_fresh"
     return [{"type": kind, "question": t.format(x=x), "answer": None} for t, x in zip(templates, names, strict=False)]
 

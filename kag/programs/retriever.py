@@ -16,6 +16,7 @@ from kag.knowledge.base import KnowledgeBase
 from kag.knowledge.knowledge import Knowledge
 from kag.lm.base import LanguageModel, Message
 from kag.lm.guards import choices_schema, positional_schema, spans_schema, text_spans
+from kag.lm.lexical import LexicalLM
 from kag.programs.generator import Example, join_instructions, schema_sections
 from kag.programs.module import (
     Module,
@@ -88,7 +89,7 @@ class KnowledgeRetriever(Module):
     schemas in the system message), ``return_inputs``, ``return_query``, ``name``,
     ``description``, ``trainable`` (whether training may change the module's variable: its
     instructions and ``(question, search)`` demos, see :mod:`kag.training`), then kag's
-    keyword-only ``max_hops``, ``quote_names`` and ``demo_choices``. With ``quote_names`` on (the
+    keyword-only ``max_hops``, ``quote_names``, ``demo_choices`` and ``abstain``. With ``quote_names`` on (the
     default for a model that decodes under a grammar, such as the packaged local model) each call's
     schema lets the similarity texts
     be only ``"*"`` or a run of up to five words of the inputs, so a small model quotes the name the
@@ -98,6 +99,14 @@ class KnowledgeRetriever(Module):
     searches use, and a side every demo names (or every demo asks for with ``"*"``) stays named (or
     asked for): the model picks among the patterns its nearest worked examples show, which a small
     model does far more reliably than choosing from the whole schema.
+    With ``abstain`` on (the default for a model that decodes under a grammar) a question that asks
+    for something no relation of the schema can give ("Who is the president of France?" on a graph
+    of countries and cities) is not sent to the model: the retriever writes the abstention search of
+    :meth:`kag.lm.lexical.LexicalLM.scope_search`, which finds nothing, so the answer step says "not
+    found". The boundary is the schema's words (labels, relation names, docstrings, fields) and
+    what the demos teach: a word an answerable demo asks with is in scope, a word only demos
+    labelled "not found" use is out. A small model shown its nearest demo would otherwise pick that
+    demo's relation for any question.
     With k-nearest demos (``KNNFewShot``) each question is shown the
     demos whose questions are most similar by the knowledge base's embedder. Called with ``None`` (or an empty list) it
     returns ``None`` without asking the model.
@@ -125,6 +134,7 @@ class KnowledgeRetriever(Module):
         max_hops: int = 1,
         quote_names: bool | None = None,
         demo_choices: bool | None = None,
+        abstain: bool | None = None,
     ) -> None:
         if isinstance(knowledge_base, Knowledge) and knowledge_base.managed:
             knowledge_base = knowledge_base.kb  # a managed Knowledge: search its typed graph
@@ -163,6 +173,10 @@ class KnowledgeRetriever(Module):
         if demo_choices is not None and not isinstance(demo_choices, bool):
             raise ConfigError(f"demo_choices must be True, False or None (automatic), got {demo_choices!r}.")
         self.demo_choices = demo_choices
+        if abstain is not None and not isinstance(abstain, bool):
+            raise ConfigError(f"abstain must be True, False or None (automatic), got {abstain!r}.")
+        self.abstain = abstain
+        self._scope_lm: LexicalLM | None = None
         self.return_inputs = bool(return_inputs)
         self.return_query = bool(return_query)
         self.prompt_template = prompt_template
@@ -217,7 +231,18 @@ class KnowledgeRetriever(Module):
         """
         if self._pinned_schema is not None:
             return self._pinned_schema
-        key = typed, full = self._schema_kind()
+        return self._schema_for(*self._schema_kind())
+
+    @search_schema.setter
+    def search_schema(self, schema: dict[str, Any] | None) -> None:
+        """Pin one schema for every model (``None`` goes back to the schema chosen per model)."""
+        if schema is not None and not isinstance(schema, dict):
+            raise ConfigError(f"search_schema must be a JSON schema dict or None, got {type(schema).__name__}.")
+        self._pinned_schema = schema
+
+    def _schema_for(self, typed: bool, full: bool) -> dict[str, Any]:
+        """The search schema of a kind of model (built once per kind)."""
+        key = (typed, full)
         if key not in self._schemas:
             if self.max_hops > 1:
                 self._schemas[key] = (
@@ -232,13 +257,6 @@ class KnowledgeRetriever(Module):
                     else triplet_search_schema(self.graph_schema)
                 )
         return self._schemas[key]
-
-    @search_schema.setter
-    def search_schema(self, schema: dict[str, Any] | None) -> None:
-        """Pin one schema for every model (``None`` goes back to the schema chosen per model)."""
-        if schema is not None and not isinstance(schema, dict):
-            raise ConfigError(f"search_schema must be a JSON schema dict or None, got {type(schema).__name__}.")
-        self._pinned_schema = schema
 
     def _schema_kind(self) -> tuple[bool, bool]:
         """(typed, full) for the current model: typed under a grammar; full with the extended language."""
@@ -287,6 +305,21 @@ class KnowledgeRetriever(Module):
             self.knowledge_base.embedder,
             lambda d: skeleton(rendered(d), _quoted(d.output)),
             tiebreak=(text, rendered),
+        )
+
+    async def scope_search(self, inputs: Any) -> dict[str, Any] | None:
+        """The abstention search when ``inputs`` ask for something the schema cannot give, else None.
+
+        Decided by :meth:`kag.lm.lexical.LexicalLM.scope_search` on the rendered inputs, the plain
+        search schema and every demo of the variable (not only those shown): see ``abstain``.
+        """
+        assert self.variable is not None
+        if self._scope_lm is None:
+            self._scope_lm = LexicalLM(knowledge_base=self.knowledge_base)
+        plain = self._schema_for(typed=False, full=False)
+        demos = [(render_template(self._template, template_variables(d.input)), d.output) for d in self.variable.demos]
+        return await self._scope_lm.scope_search(
+            render_template(self._template, template_variables(inputs)), plain, demos
         )
 
     def output_variants(self, search: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -471,6 +504,8 @@ class KnowledgeRetriever(Module):
         demos = await self.demos_for(given)
         messages = self.messages(given, demos)
         search = forced_output(self.name)  # an optimizer exploring a variant of this call
+        if search is None and (self.abstain or (self.abstain is None and self._schema_kind()[0])):
+            search = await self.scope_search(given)
         if search is None:
             schema = self.search_schema
             spans = ["*", *text_spans(_texts(items))]
@@ -526,6 +561,7 @@ class KnowledgeRetriever(Module):
             "max_hops": self.max_hops,
             "quote_names": self.quote_names,
             "demo_choices": self.demo_choices,
+            "abstain": self.abstain,
             "prompt_template": self.prompt_template,
             "instructions": self.instructions
             if self.instructions is None or isinstance(self.instructions, str)
@@ -557,6 +593,7 @@ class KnowledgeRetriever(Module):
             max_hops=int(config.get("max_hops", 1)),
             quote_names=config.get("quote_names"),
             demo_choices=config.get("demo_choices"),
+            abstain=config.get("abstain"),
             prompt_template=config.get("prompt_template"),
             instructions=config.get("instructions"),
             examples=[(i, o) for i, o in config.get("examples") or []],

@@ -57,10 +57,10 @@ from kag.errors import ConfigError, KagError
 from kag.lm.base import BaseLanguageModel, Message
 from kag.lm.lexical.analysis import _Analysis, _analyze, _NameIndex
 from kag.lm.lexical.answer import _Answer, _compose, _fill_object, _question
-from kag.lm.lexical.demos import adapt, best_demos, read_demos
+from kag.lm.lexical.demos import Demo, adapt, best_demos, read_demos
 from kag.lm.lexical.passages import read_results
 from kag.lm.lexical.schema import NameLookup, _Schema, _schema_from_json
-from kag.lm.lexical.scope import abstain_hop, out_of_schema
+from kag.lm.lexical.scope import Scope, abstain_hop, learned_scope, out_of_schema
 from kag.lm.lexical.search import _finish, _search
 from kag.lm.lexical.text import _REPAIR_PREFIX
 from kag.query.plan import plan_triplet_search
@@ -160,9 +160,11 @@ class LexicalLM(BaseLanguageModel):
             schema = _schema_from_json(json_schema, self.knowledge_base)
             question = _question(prompt)
             analysis = await _analyze(question, schema, self._index, self.max_ngram)
-            hops = await self._from_demos(messages, analysis, schema) if level == 0 else None
+            demos = read_demos(messages, _question)
+            hops = await self._from_demos(demos, analysis, schema) if level == 0 else None
             if hops is None:
-                hops = _rules(analysis, schema, level)
+                scope = await self._scope_of([(d.question, d.hops) for d in demos], schema) if demos else None
+                hops = _rules(analysis, schema, level, scope)
             if is_chain:
                 return json.dumps({"hops": hops[: max(1, schema.max_hops)]})
             return json.dumps(hops[0])  # a single-pattern schema never chains (max_hops is 1)
@@ -176,11 +178,42 @@ class LexicalLM(BaseLanguageModel):
             )
         return json.dumps(_fill_object(json_schema, json_schema, answer))
 
+    async def scope_search(
+        self,
+        question: str,
+        json_schema: Mapping[str, Any],
+        demos: Sequence[tuple[str, Mapping[str, Any]]] = (),
+    ) -> dict[str, Any] | None:
+        """The abstention search when ``question`` asks for something the schema cannot give, else None.
+
+        The same boundary this model keeps for its own searches (:mod:`kag.lm.lexical.scope`), for a
+        ``KnowledgeRetriever`` to hold any model to: ``json_schema`` is the plain triplet search or
+        chain schema, ``demos`` the labelled ``(question, search)`` pairs that move the boundary (a
+        word an answerable demo asks with is in scope; a word only abstention demos use is out).
+        The search returned finds nothing, so the answer step says "not found".
+        """
+        schema = _schema_from_json(dict(json_schema), self.knowledge_base)
+        analysis = await _analyze(_question(question), schema, self._index, self.max_ngram)
+        taught = []
+        for text, search in demos:
+            hops = search.get("hops") if "hops" in search else [search]
+            if isinstance(hops, list) and hops and all(isinstance(h, Mapping) for h in hops):
+                taught.append((_question(text), tuple(dict(h) for h in hops)))
+        scope = await self._scope_of(taught, schema) if taught else None
+        if not out_of_schema(analysis, schema, scope):
+            return None
+        hop = _finish([abstain_hop(analysis, schema, scope=scope)], schema)[0]
+        props = json_schema.get("properties") or {}
+        return {"hops": [hop]} if "hops" in props else hop
+
+    async def _scope_of(self, demos: Sequence[tuple[str, Sequence[Mapping[str, Any]]]], schema: _Schema) -> Scope:
+        """What the demos teach about the schema's boundary (:func:`~kag.lm.lexical.scope.learned_scope`)."""
+        return learned_scope([(await self._analysis_of(question, schema), hops) for question, hops in demos])
+
     async def _from_demos(
-        self, messages: Sequence[Message], analysis: _Analysis, schema: _Schema
+        self, demos: Sequence[Demo], analysis: _Analysis, schema: _Schema
     ) -> list[dict[str, Any]] | None:
         """The closest demo's search adapted to this question (see :mod:`kag.lm.lexical.demos`), or None."""
-        demos = read_demos(messages, _question)
         if not demos:
             return None
         analysed = [(demo, await self._analysis_of(demo.question, schema)) for demo in demos]
@@ -213,10 +246,11 @@ class LexicalLM(BaseLanguageModel):
 _DEMO_CACHE = 1024
 
 
-def _rules(analysis: _Analysis, schema: _Schema, level: int) -> list[dict[str, Any]]:
-    """The search the rules write; a question outside the schema gets the abstention search."""
-    if level == 0 and out_of_schema(analysis, schema):
-        return _finish([abstain_hop(analysis, schema)], schema)
+def _rules(analysis: _Analysis, schema: _Schema, level: int, scope: Scope | None = None) -> list[dict[str, Any]]:
+    """The search the rules write; a question outside the schema (``scope``: as demos taught it) gets
+    the abstention search."""
+    if level == 0 and out_of_schema(analysis, schema, scope):
+        return _finish([abstain_hop(analysis, schema, scope=scope)], schema)
     return _search(analysis, schema, level)
 
 

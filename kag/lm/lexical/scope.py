@@ -11,10 +11,18 @@ relation, and the named entity on the other side. Such a text matches no entity 
 (each scored side must pass the threshold), so the search returns no facts and the answer step says
 "not found in the knowledge graph". The same shape in a labelled demo teaches abstention (see
 :mod:`kag.lm.lexical.demos`): its free text is replaced by the new question's unexplained words.
+
+Demos also move the boundary itself (:class:`Scope`): a word an answerable demo question uses is in
+scope, however the schema spells its relations ("Which nations does X trade with?" once labelled),
+and a word that only the questions of abstention demos use marks a question out of scope even where
+the schema explains it. Any model can be held to this boundary: a ``KnowledgeRetriever`` asks
+:meth:`kag.lm.lexical.LexicalLM.scope_search` before its model (``abstain``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kag.lm.lexical.analysis import _NEGATION_WORDS, _Analysis
@@ -28,7 +36,7 @@ _GENERIC = frozenset(
         "know knows known tell say said about information info fact facts everything anything something detail "
         "details describe description related relate relation relations relationship relationships connected "
         "connection link linked links you your i we our my me like see look get want need kind type types "
-        "other others same else more entity entities thing things item items exist exists"
+        "other others same else more entity entities thing things item items exist exists use uses used"
     )
 )
 
@@ -44,41 +52,150 @@ def _explained(schema: _Schema) -> frozenset[str]:
     return frozenset(out)
 
 
-def unexplained(a: _Analysis, schema: _Schema) -> list[int]:
-    """Token positions of content words that no name, label, relation or field of the schema explains."""
+@dataclass(frozen=True)
+class Scope:
+    """What labelled demos taught about the schema's boundary (stems of question words).
+
+    ``in_scope``: words of answerable demo questions (explained, whatever the schema says);
+    ``out_of_scope``: words only abstention demos' questions use (a question holding one asks
+    for something the graph does not hold).
+    """
+
+    in_scope: frozenset[str] = frozenset()
+    out_of_scope: frozenset[str] = frozenset()
+
+
+def content_stems(a: _Analysis) -> set[str]:
+    """Stems of the question's content words outside its names (what a demo can teach about scope)."""
     covered = {p for m in a.mentions for p in range(m.start, m.end)}
-    known = _explained(schema)
+    return {
+        stem(token)
+        for p, token in enumerate(a.tokens)
+        if p not in covered and _content_word(token) and stem(token) not in _GENERIC
+    }
+
+
+def learned_scope(demos: Iterable[tuple[_Analysis, Sequence[Mapping[str, Any]]]]) -> Scope:
+    """The :class:`Scope` of ``(question analysis, search hops)`` demos (abstention searches are the unanswerable)."""
+    answerable: set[str] = set()
+    unanswerable: set[str] = set()
+    for a, hops in demos:
+        (unanswerable if is_abstention(hops) else answerable).update(content_stems(a))
+    return Scope(frozenset(answerable), frozenset(unanswerable - answerable))
+
+
+def is_abstention(hops: Sequence[Mapping[str, Any]]) -> bool:
+    """True for the shape :func:`abstain_hop` writes: any relation, free words on a side of any label."""
+    return bool(hops) and all(
+        hop.get("relation_label") == ANY
+        and any(
+            hop.get(f"{side}_label") == ANY and hop.get(f"{side}_similarity_search", ANY) != ANY
+            for side in ("subject", "object")
+        )
+        for hop in hops
+    )
+
+
+def _content_word(token: str) -> bool:
+    return not (
+        token.isdigit()
+        or len(token) < 3
+        or token in _STOPWORDS
+        or token in _WH
+        or token in _YES_NO
+        or token in _NEGATION_WORDS
+        or token in _GENERIC
+    )
+
+
+def unexplained(a: _Analysis, schema: _Schema, scope: Scope | None = None) -> list[int]:
+    """Token positions of content words that no name, label, relation or field of the schema explains
+    (nor an answerable demo, with ``scope``)."""
+    covered = {p for m in a.mentions for p in range(m.start, m.end)}
+    known = _explained(schema) | (scope.in_scope if scope is not None else frozenset())
     out = []
     for p, token in enumerate(a.tokens):
-        if p in covered or token.isdigit() or len(token) < 3:
-            continue
-        if token in _STOPWORDS or token in _WH or token in _YES_NO or token in _NEGATION_WORDS or token in _GENERIC:
+        if p in covered or not _content_word(token):
             continue
         st = stem(token)
-        if st in _GENERIC or any(form in known for form in synonyms(st)):
+        if st in _GENERIC or any(form in known for form in synonyms(st)) or _variant_of(st, known):
             continue
         out.append(p)
     return out
 
 
-def out_of_schema(a: _Analysis, schema: _Schema) -> bool:
+def _variant_of(st: str, known: frozenset[str]) -> bool:
+    """A noun derived from a known word or a spelling variant of one ("dependency" of "depend",
+    "licence" of "license"): a known stem of five letters or more plus a noun suffix, or one letter apart."""
+    if len(st) < 5:
+        return False
+    for k in known:
+        if len(k) < 5:
+            continue
+        if st.startswith(k) and st[len(k) :] in _NOUN_SUFFIXES:
+            return True
+        if len(k) == len(st) and sum(x != y for x, y in zip(k, st, strict=True)) == 1:
+            return True
+    return False
+
+
+_NOUN_SUFFIXES = frozenset({"ency", "ence", "ancy", "ance", "ent", "ant", "ion", "ation", "ment", "er", "or"})
+
+
+_ASK = frozenset({"what", "which", "who"})
+_LEAD = frozenset({"is", "are", "was", "were", "the", "a", "an", "most", "least"})
+
+
+def asked_head(a: _Analysis) -> list[int]:
+    """Token positions of the noun phrase a question asks for: the content words right after
+    "What/Which ..." or "Who/What is the ..." ("the mayor" of "Who is the mayor of the capital of X?"),
+    up to a name or a small word; empty when the question is not asked that way."""
+    covered = {p for m in a.mentions for p in range(m.start, m.end)}
+    at = next((p for p, t in enumerate(a.tokens) if t in _ASK), None)
+    if at is None:
+        return []
+    p = at + 1
+    led = False
+    while p < len(a.tokens) and a.tokens[p] in _LEAD and p not in covered:
+        led = True
+        p += 1
+    if a.tokens[at] == "who" and not led:
+        return []  # "Who wrote X?": a verb follows, not the thing asked for
+    out = []
+    while p < len(a.tokens) and p not in covered and a.tokens[p] not in _STOPWORDS:
+        out.append(p)
+        p += 1
+    return out
+
+
+def out_of_schema(a: _Analysis, schema: _Schema, scope: Scope | None = None) -> bool:
     """True when the question asks for something no relation of the schema can give (see the module doc)."""
+    if scope is not None and scope.out_of_scope & content_stems(a):
+        return True  # a word only unanswerable demos used
+    head = asked_head(a)
+    if head and set(head) <= set(unexplained(a, schema, scope)):
+        return True  # what is asked for ("the mayor of ...") is nothing the schema holds
     if a.rel_positions is not None and any(a.rel_positions.values()):
         # a relation's word that only modifies what is asked ("What currency symbol ...", "Which
         # language school ..."): the head noun after it is something no part of the schema explains
-        unknown = set(unexplained(a, schema))
+        unknown = set(unexplained(a, schema, scope))
         if any(p + 1 in unknown and p > 0 and a.tokens[p - 1] in _WH for ps in a.rel_positions.values() for p in ps):
             return True
     if a.target is not None or a.compare is not None or a.superlative is not None:
         return False
     if any(a.rel_positions.values()) if a.rel_positions is not None else any(a.rel_scores.values()):
         return False  # a word of a relation's name; a docstring word alone ("official") is too weak
-    return bool(unexplained(a, schema))
+    return bool(unexplained(a, schema, scope))
 
 
-def abstain_hop(a: _Analysis, schema: _Schema, words: str | None = None) -> dict[str, Any]:
+def abstain_hop(a: _Analysis, schema: _Schema, words: str | None = None, scope: Scope | None = None) -> dict[str, Any]:
     """The abstention search: the unexplained words on one side, the named entity (if any) on the other."""
-    text = words if words is not None else " ".join(a.tokens[p] for p in unexplained(a, schema)) or ANY
+    if words is None:
+        positions = unexplained(a, schema, scope)
+        if not positions and scope is not None:  # out of scope by a taught word: that word is the free text
+            positions = [p for p, t in enumerate(a.tokens) if stem(t) in scope.out_of_scope]
+        words = " ".join(a.tokens[p] for p in positions)
+    text = words or ANY
     free = (ANY, text)
     if not a.mentions:
         return _hop(free, ANY, (ANY, ANY))
