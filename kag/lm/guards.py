@@ -27,12 +27,14 @@ from kag.errors import InvalidInputError
 
 __all__ = [
     "NOT_FOUND_NOTE",
+    "NOT_FOUND_TEXT",
     "Repetition",
     "RepetitionGuard",
     "bound_schema",
     "choices_schema",
     "grounded_numbers",
     "grounded_schema",
+    "grounded_text",
     "positional_schema",
     "spans_schema",
     "text_spans",
@@ -42,6 +44,9 @@ __all__ = [
 
 NOT_FOUND_NOTE = "An empty list means the answer is not in the retrieved facts (not found in the knowledge graph)."
 """Appended to the description of every grounded field."""
+
+NOT_FOUND_TEXT = "Not found in the knowledge graph."
+"""The free-text answer a grounded text field offers when the facts do not answer."""
 
 _SCHEMA_CHILDREN = ("anyOf", "oneOf", "allOf", "prefixItems")
 
@@ -317,6 +322,36 @@ def whole_list_schema(schema: dict[str, Any], names: Iterable[str], *, fields: I
         options: list[list[str]] = [[], chosen] if chosen else [[]]
         whole["properties"][key] = {"description": described, "enum": options}
     return whole
+
+
+def grounded_text(
+    schema: dict[str, Any], options: Iterable[str], *, fields: Iterable[str], not_found: bool = True
+) -> dict[str, Any]:
+    """A copy of an answer schema whose free-text ``fields`` may only be one of ``options``.
+
+    For a model that decodes under a grammar and answers from retrieved facts: the text it may
+    write is the answer those facts give (the names found, the count, the value stated) or, with
+    ``not_found`` (not after a count, which answers even when it is 0), :data:`NOT_FOUND_TEXT`.
+    A nullable field keeps ``null``.
+
+    Raises:
+        InvalidInputError: a field is not a string property of the schema, or an option is not a string.
+    """
+    if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
+        raise InvalidInputError("grounded_text needs an object JSON schema with 'properties'.")
+    chosen = _unique([*options, *([NOT_FOUND_TEXT] if not_found else [])], str, "options", "strings")
+    if not chosen:
+        raise InvalidInputError("grounded_text: no option left (give options, or keep not_found).")
+    texts = copy.deepcopy(schema)
+    for key in fields:
+        prop = texts["properties"].get(key)
+        variants = [prop, *(v for v in prop.get("anyOf", []) if isinstance(v, dict))] if isinstance(prop, dict) else []
+        if not any(v.get("type") == "string" and "enum" not in v for v in variants):
+            raise InvalidInputError(f"grounded_text: {key!r} is not a free-text string property of the schema.")
+        nullable = any(v.get("type") == "null" for v in variants)
+        described = f"{prop.get('description', '')} The answer the retrieved facts give."
+        texts["properties"][key] = {"description": described.strip(), "enum": [*chosen, *([None] if nullable else [])]}
+    return texts
 
 
 def grounded_numbers(

@@ -13,8 +13,18 @@ from pydantic import BaseModel
 from kag.datamodels.base import DataModel
 from kag.errors import ConfigError, SchemaError
 from kag.lm.base import LanguageModel, Message
-from kag.lm.guards import grounded_numbers, grounded_schema, whole_list_schema
-from kag.programs.grounding import asked_names, counted, fact_names, fact_numbers, name_fields, number_fields
+from kag.lm.guards import grounded_numbers, grounded_schema, grounded_text, whole_list_schema
+from kag.programs.grounding import (
+    answer_texts,
+    asked_names,
+    carries_facts,
+    counted,
+    fact_names,
+    fact_numbers,
+    name_fields,
+    number_fields,
+    text_fields,
+)
 from kag.programs.module import (
     Module,
     as_list,
@@ -144,7 +154,10 @@ class Generator(Module):
             either empty ("not found") or every name found on that side: the search decides the
             set, the model decides whether the facts answer the question (a value stated about the
             named entity, "What is the population of Tokyo?", goes in an integer or text field);
-            after a counting search, each integer field holds its count. ``None`` (the default)
+            after a counting search, each integer field holds its count; and each free-text
+            field (``str``) is the answer the facts give (that count, those names, or a value
+            stated about the named entity) or "Not found in the knowledge graph."
+            (:func:`kag.lm.guards.grounded_text`). ``None`` (the default)
             turns it on for a model that decodes under a grammar (the packaged local model),
             which otherwise stops listing early; ``False`` lets the model pick names one by one.
         trainable: whether training may change the module's variable (its instructions and
@@ -196,6 +209,7 @@ class Generator(Module):
         self.whole_answers = whole_answers
         self._name_fields = name_fields(data_model) if self.schema is None else []
         self._number_fields = number_fields(data_model) if self.schema is None else []
+        self._text_fields = text_fields(data_model) if self.schema is None else []
         self._template = compile_template(prompt_template if prompt_template is not None else DEFAULT_INPUT_TEMPLATE)
         demos: list[Demo] = []
         for i, pair in enumerate(examples or ()):
@@ -315,6 +329,11 @@ class Generator(Module):
                 target = grounded_numbers(base, numbers, fields=self._number_fields)
             else:  # the search counted: its count is the answer
                 target = grounded_numbers(base, [count], fields=self._number_fields, required=True)
+        if self.grounded and self._text_fields and self._whole_answers() and carries_facts(items):
+            # a small model's own sentence is where it invents ("Bologna" beside five German cities)
+            base = target if isinstance(target, dict) else self.data_model.model_json_schema()
+            texts = answer_texts(items)
+            target = grounded_text(base, texts, fields=self._text_fields, not_found=counted(items) is None)
         raw = await self.language_model.generate(messages, target, schema_name=schema_name_for(self.data_model))
         if allowed is not None:  # a name given twice is given once
             raw = {**raw, **{f: list(dict.fromkeys(raw[f])) for f in self._name_fields if isinstance(raw.get(f), list)}}

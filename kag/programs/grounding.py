@@ -8,11 +8,14 @@ schema (a grammar) cannot name an entity it did not retrieve, and any
 other model's answer that does is refused and repaired. With no facts the list must stay
 empty: the answer is "not found", never a guess. An integer field (``int`` or ``int | None``)
 likewise may only hold a number the facts state (a counting search's count, an integer
-property) or ``null``: a small model cannot write a number it was not shown.
+property) or ``null``: a small model cannot write a number it was not shown. For such a model
+(``whole_answers``) a free-text field is one of the answers the facts give (:func:`answer_texts`)
+or "Not found in the knowledge graph.": its own sentence is where a small model invents.
 """
 
 from __future__ import annotations
 
+import types
 import typing
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -20,13 +23,16 @@ from typing import Any
 from pydantic import BaseModel
 
 __all__ = [
+    "answer_texts",
     "asked_names",
+    "carries_facts",
     "counted",
     "fact_names",
     "fact_numbers",
     "name_fields",
     "named_values",
     "number_fields",
+    "text_fields",
 ]
 
 
@@ -37,6 +43,35 @@ def name_fields(model: type[BaseModel]) -> list[str]:
         for name, info in model.model_fields.items()
         if typing.get_origin(info.annotation) is list and typing.get_args(info.annotation) == (str,)
     ]
+
+
+def text_fields(model: type[BaseModel]) -> list[str]:
+    """The fields of ``model`` that hold free text (annotated ``str`` or ``str | None``)."""
+    fields = []
+    for name, info in model.model_fields.items():
+        union = typing.get_origin(info.annotation) in (typing.Union, types.UnionType)
+        args = set(typing.get_args(info.annotation)) if union else {info.annotation}
+        if str in args and args <= {str, type(None)}:
+            fields.append(name)
+    return fields
+
+
+_LISTED = 10  # names written out in a text answer; the rest are counted
+
+
+def answer_texts(inputs: Iterable[Any]) -> list[str]:
+    """The free-text answers the facts of ``inputs`` give: the count of a counting search, else the
+    names on the side the search asked for (the first ten, then how many more), else the values
+    stated about the named entity. Empty when the facts give none (the answer is "not found")."""
+    items = list(inputs)
+    count = counted(items)
+    if count is not None:
+        return [str(count)]
+    asked = asked_names(items)
+    if asked:
+        shown = ", ".join(asked[:_LISTED])
+        return [shown if len(asked) <= _LISTED else f"{shown} and {len(asked) - _LISTED} more"]
+    return named_values(items)
 
 
 def _entity_name(entity: Any) -> str | None:
@@ -53,6 +88,11 @@ def _answering(inputs: Iterable[Any]) -> Iterator[Mapping[str, Any]]:
         data = item.model_dump(mode="json") if isinstance(item, BaseModel) else item
         if isinstance(data, Mapping) and "facts" in data:
             yield data
+
+
+def carries_facts(inputs: Iterable[Any]) -> bool:
+    """Whether any input carries retrieved ``facts`` (what a retriever returns, even when empty)."""
+    return any(True for _ in _answering(inputs))
 
 
 def fact_names(inputs: Iterable[Any]) -> list[str] | None:

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from kag.datamodels.base import DataModel, Field
 from kag.errors import InvalidInputError, JSONSchemaValidationError
-from kag.lm.guards import NOT_FOUND_NOTE, RepetitionGuard, bound_schema, grounded_schema
+from kag.lm.guards import NOT_FOUND_NOTE, NOT_FOUND_TEXT, RepetitionGuard, bound_schema, grounded_schema, grounded_text
 from kag.lm.jsonschema_check import validate_json_schema
 
 
@@ -268,3 +268,26 @@ def test_positional_schema_fixes_each_item_of_an_array_in_its_place() -> None:
         positional_schema(schema, "missing", [{"op": ["add"]}])
     with pytest.raises(InvalidInputError):
         positional_schema(schema, "steps", [{"op": ["div"]}])  # no item can hold it
+
+
+@settings(max_examples=60, deadline=None)
+@given(options=st.lists(NAME, max_size=5, unique=True), text=st.text(max_size=20) | NAME)
+def test_a_grounded_text_is_one_of_the_facts_answers_or_not_found(options: list[str], text: str) -> None:
+    grounded = grounded_text(Names.model_json_schema(), options, fields=["explanation"])
+    value: dict[str, Any] = {"names": [], "others": None, "explanation": text}
+    try:
+        validate_json_schema(value, grounded)
+    except JSONSchemaValidationError:
+        assert text not in options and text != NOT_FOUND_TEXT
+        return
+    assert text in options or text == NOT_FOUND_TEXT
+    validate_json_schema({**value, "explanation": NOT_FOUND_TEXT}, grounded)
+
+
+def test_grounded_text_refuses_a_field_that_is_not_free_text_and_may_leave_out_not_found() -> None:
+    with pytest.raises(InvalidInputError, match="names"):
+        grounded_text(Names.model_json_schema(), ["x"], fields=["names"])
+    counted = grounded_text(Names.model_json_schema(), ["3"], fields=["explanation"], not_found=False)
+    assert counted["properties"]["explanation"]["enum"] == ["3"]
+    with pytest.raises(InvalidInputError, match="no option"):
+        grounded_text(Names.model_json_schema(), [], fields=["explanation"], not_found=False)

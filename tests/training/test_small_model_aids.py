@@ -10,6 +10,7 @@ import pytest
 
 import kag
 from kag.lm import ScriptedLM
+from kag.lm.guards import NOT_FOUND_TEXT
 from kag.programs.skeleton import MASK, skeleton
 from kag.training import Demo, Variable
 
@@ -144,12 +145,15 @@ async def test_a_constrained_answer_lists_every_name_the_search_asked_for_or_non
     lm = ConstrainedScript(
         [
             {"answer": "Zorvik", "entities": ["Zorvik"], "number": None},
-            {"answer": "Zorvik and Quenta", "entities": ["Zorvik", "Quenta"], "number": None},
+            {"answer": "Zorvik, Quenta", "entities": ["Zorvik", "Quenta"], "number": None},
         ]
     )
     generator = kag.Generator(data_model=Answer, language_model=lm)
     result = await generator(CITIES)
     assert result.entities == ["Zorvik", "Quenta"]  # the partial list was refused and repaired
+    # the free text too is the answer the facts give, or "not found": never the model's own sentence
+    assert lm.calls[0]["schema"]["properties"]["answer"]["enum"] == ["Zorvik, Quenta", NOT_FOUND_TEXT]
+    assert result.answer == "Zorvik, Quenta"
     entities = lm.calls[0]["schema"]["properties"]["entities"]
     assert entities["enum"] == [[], ["Zorvik", "Quenta"]]  # never Elandor, the name it asked about
     number = lm.calls[0]["schema"]["properties"]["number"]
@@ -191,8 +195,9 @@ async def test_after_a_counting_search_a_constrained_answer_gives_the_count_neve
     result = await kag.Generator(data_model=Answer, language_model=lm)(none)
     assert result.number == 0 and len(lm.calls) == 2  # null was refused: zero found is an answer
     assert lm.calls[0]["schema"]["properties"]["number"]["anyOf"] == [{"type": "integer", "enum": [0]}]
+    assert lm.calls[0]["schema"]["properties"]["answer"]["enum"] == ["0"]  # the count answers, as text too
     # facts that are not a count leave null allowed (the model may say the facts do not answer)
-    lm = ConstrainedScript([{"answer": "not found", "entities": [], "number": None}])
+    lm = ConstrainedScript([{"answer": NOT_FOUND_TEXT, "entities": [], "number": None}])
     assert (await kag.Generator(data_model=Answer, language_model=lm)(CITIES)).number is None
 
 
