@@ -57,7 +57,15 @@ class LanguageModelError(KagError):
 
 
 class GenerationError(LanguageModelError, ValueError):
-    """The language model's output stayed invalid after the repair attempts."""
+    """The language model's output stayed invalid after the repair attempts.
+
+    ``output`` holds the model's last answer as it wrote it (``None`` when there was none), so a
+    caller can still use the part of it that is valid.
+    """
+
+    def __init__(self, *args: object, output: str | None = None) -> None:
+        super().__init__(*args)
+        self.output = output
 
 
 class LoaderError(KagError, ValueError):

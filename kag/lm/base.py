@@ -313,7 +313,8 @@ class BaseLanguageModel(abc.ABC):
             f"{self.name} produced invalid output {1 + self.max_repairs} time(s) "
             f"(schema {schema_name!r}). Last error: {last_error}. Last output: "
             f"{_preview(last_raw)!r}. Simplify the schema or the prompt, raise max_repairs, "
-            f"or use a stronger model."
+            f"or use a stronger model.",
+            output=last_raw or None,
         )
 
     @staticmethod

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -11,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from kag.datamodels.base import DataModel, Entity, Relation
 from kag.datamodels.schema import GraphSchema
-from kag.errors import ConfigError, InvalidInputError
+from kag.errors import ConfigError, GenerationError, InvalidInputError
 from kag.knowledge.base import KnowledgeBase
 from kag.knowledge.knowledge import Knowledge
 from kag.lm.base import LanguageModel, Message
@@ -45,6 +46,8 @@ from kag.query.typed_search import EXTENDED_FIELDS, typed_triplet_chain_schema, 
 from kag.training.trace import forced_output, record
 from kag.training.variables import Demo, Variable
 from kag.validation import check_k, check_threshold
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Fact", "KnowledgeRetriever"]
 
@@ -307,6 +310,31 @@ class KnowledgeRetriever(Module):
             tiebreak=(text, rendered),
         )
 
+    def _joined_prefix(self, output: str | None) -> dict[str, Any] | None:
+        """The longest run of a chain's first patterns that can be planned, from a model's last
+        invalid answer (``None``: not a chain, or not even its first pattern plans).
+
+        A small model's chain whose second pattern does not join the first still searched the
+        right first pattern more often than not; that part runs instead of failing the question.
+        """
+        if self.max_hops == 1 or not output:
+            return None
+        try:
+            data = json.loads(output)
+        except ValueError:
+            return None
+        hops = data.get("hops") if isinstance(data, dict) else None
+        if not isinstance(hops, list):
+            return None
+        for n in range(len(hops) - 1, 0, -1):
+            search = {"hops": hops[:n]}
+            try:
+                self.validate_search(search)
+            except ValueError:
+                continue
+            return search
+        return None
+
     async def scope_search(self, inputs: Any) -> dict[str, Any] | None:
         """The abstention search when ``inputs`` ask for something the schema cannot give, else None.
 
@@ -516,12 +544,22 @@ class KnowledgeRetriever(Module):
                 positions = demo_chain_choices(demos, spans[1:]) if self.max_hops > 1 else None
                 if positions is not None:
                     schema = positional_schema(schema, "hops", positions)
-            search = await self.language_model.generate(
-                messages,
-                schema,
-                validate=self.validate_search,
-                schema_name="triplet_chain" if self.max_hops > 1 else "triplet_search",
-            )
+            try:
+                search = await self.language_model.generate(
+                    messages,
+                    schema,
+                    validate=self.validate_search,
+                    schema_name="triplet_chain" if self.max_hops > 1 else "triplet_search",
+                )
+            except GenerationError as exc:
+                search = self._joined_prefix(exc.output)
+                if search is None:
+                    raise
+                log.warning(
+                    "%s: the model's chain did not join; searching its first %d pattern(s)",
+                    self.name,
+                    len(search["hops"]),
+                )
         record(self.name, template_variables(given)["inputs"], search)
         results = await self.knowledge_base.triplet_search(
             search, k=self.k, threshold=self.threshold, schema=self.graph_schema

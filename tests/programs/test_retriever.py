@@ -156,6 +156,22 @@ async def test_chain_join_error_is_repaired(kb: kag.KnowledgeBase) -> None:
     assert "share an entity label" in lm.calls[1]["messages"][-1]["content"]
 
 
+async def test_a_chain_that_never_joins_searches_its_first_pattern(kb: kag.KnowledgeBase) -> None:
+    broken = {"hops": [search(), search(subject_label="City")]}
+    lm = ScriptedLM([broken] * 3)  # the model repeats the same unjoinable chain through every repair
+    out = await KnowledgeRetriever(knowledge_base=kb, language_model=lm, max_hops=2)(Query(query="q"))
+    assert len(lm.calls) == 3
+    assert out.search == {"hops": [search()]}
+    assert [f.text for f in out.facts] == ["Paris -[IsCapitalOf]-> France"]
+    # a first pattern that cannot run either leaves the error as it was, with the model's last output
+    unknown = {"hops": [search(relation_label="Nope"), search()]}
+    with pytest.raises(GenerationError) as caught:
+        await KnowledgeRetriever(knowledge_base=kb, language_model=ScriptedLM([unknown] * 3), max_hops=2)(
+            Query(query="q")
+        )
+    assert caught.value.output is not None and "Nope" in caught.value.output
+
+
 async def test_in_a_program_with_a_generator(kb: kag.KnowledgeBase) -> None:
     class Answer(kag.DataModel):
         answer: str

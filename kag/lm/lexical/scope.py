@@ -161,6 +161,10 @@ def asked_head(a: _Analysis) -> list[int]:
         p += 1
     if a.tokens[at] == "who" and not led:
         return []  # "Who wrote X?": a verb follows, not the thing asked for
+    return _phrase_at(a, p, covered)
+
+
+def _phrase_at(a: _Analysis, p: int, covered: set[int]) -> list[int]:
     out = []
     while p < len(a.tokens) and p not in covered and a.tokens[p] not in _STOPWORDS:
         out.append(p)
@@ -168,13 +172,24 @@ def asked_head(a: _Analysis) -> list[int]:
     return out
 
 
+def superlative_head(a: _Analysis) -> list[int]:
+    """Token positions of what a superlative orders ("peak" of "the highest peak of Japan")."""
+    if a.superlative is None:
+        return []
+    covered = {p for m in a.mentions for p in range(m.start, m.end)}
+    p = a.superlative.pos + 1
+    while p < len(a.tokens) and a.tokens[p] in _LEAD:
+        p += 1
+    return _phrase_at(a, p, covered)
+
+
 def out_of_schema(a: _Analysis, schema: _Schema, scope: Scope | None = None) -> bool:
     """True when the question asks for something no relation of the schema can give (see the module doc)."""
     if scope is not None and scope.out_of_scope & content_stems(a):
         return True  # a word only unanswerable demos used
-    head = asked_head(a)
-    if head and set(head) <= set(unexplained(a, schema, scope)):
-        return True  # what is asked for ("the mayor of ...") is nothing the schema holds
+    unknown = set(unexplained(a, schema, scope))
+    if any(head and set(head) <= unknown for head in (asked_head(a), superlative_head(a))):
+        return True  # what is asked for ("the mayor of ...", "the highest peak of ...") is nothing the schema holds
     if a.rel_positions is not None and any(a.rel_positions.values()):
         # a relation's word that only modifies what is asked ("What currency symbol ...", "Which
         # language school ..."): the head noun after it is something no part of the schema explains
