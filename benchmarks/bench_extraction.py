@@ -39,9 +39,17 @@ TEMPLATES = (
     "{city} is a city in {country}.",
     "{country} is a country in {continent}.",
 )
+# written after the sentence rules of the extractor were made from TEMPLATES' errors, before any
+# run with them: the same facts in other words (``--phrasing other``), not tuned on
+OTHER_TEMPLATES = (
+    "The capital of {country} is {capital}.",
+    "{country} has a city called {city}.",
+    "{country} lies in {continent}.",
+)
+PHRASINGS = {"fixed": TEMPLATES, "other": OTHER_TEMPLATES}
 
 
-def passages(n: int, seed: int = 0) -> list[dict[str, Any]]:
+def passages(n: int, seed: int = 0, templates: tuple[str, ...] = TEMPLATES) -> list[dict[str, Any]]:
     """``n`` passages, each with its text, stated relations and stated numbers (as text), and its
     labelled extraction (``gold``: what a demo of it shows)."""
     data = world_data()
@@ -55,7 +63,7 @@ def passages(n: int, seed: int = 0) -> list[dict[str, Any]]:
         others = sorted((c for c in cities[row["iso"]] if c["name"] != row["capital"]), key=lambda c: c["name"])
         city = rng.choice(others)
         names = {"capital": row["capital"], "city": city["name"], "country": row["name"]}
-        text = " ".join(t.format(**names, continent=row["continent"]) for t in TEMPLATES)
+        text = " ".join(t.format(**names, continent=row["continent"]) for t in templates)
         stated = {
             ("IsCapitalOf", row["capital"], row["name"]),
             ("IsCityOf", city["name"], row["name"]),
@@ -99,7 +107,7 @@ def world_truth() -> set[tuple[str, str, str]]:
     return {(r.label, r.subj.name, r.obj.name) for r in world_items() if isinstance(r, Relation)}
 
 
-async def run(n: int = 20, seed: int = 0, demos: int = 0) -> Report:
+async def run(n: int = 20, seed: int = 0, demos: int = 0, phrasing: str = "fixed") -> Report:
     """Ingest ``n`` passages one at a time with the packaged model; score against the world graph.
 
     ``demos``: labelled passages of other countries shown as examples (``KnowledgeExtractor(examples=)``).
@@ -111,7 +119,7 @@ async def run(n: int = 20, seed: int = 0, demos: int = 0) -> Report:
     lm = LlamaCppLM(LOCAL)
     await lm.load()
     truth = world_truth()
-    rows = passages(n + demos, seed)
+    rows = passages(n + demos, seed, PHRASINGS[phrasing])
     examples = [(row["text"], row["gold"]) for row in rows[n:]]
     rows = rows[:n]
     failed = invented = values = 0
@@ -157,7 +165,7 @@ async def run(n: int = 20, seed: int = 0, demos: int = 0) -> Report:
     recall = stated_found / stated_total if stated_total else float("nan")
     seconds.sort()
     p50 = seconds[len(seconds) // 2]
-    where = f"{len(rows)} passages, seed {seed}, {demos} labelled passage(s) as demos"
+    where = f"{len(rows)} passages ({phrasing} phrasing), seed {seed}, {demos} labelled passage(s) as demos"
     report.add(Result("extraction", f"failed chunks ({where})", failed, "", goal="0", met=failed == 0))
     report.add(
         Result(
@@ -194,7 +202,9 @@ async def run(n: int = 20, seed: int = 0, demos: int = 0) -> Report:
         )
     )
     report.notes.append(
-        "Passages: " + " / ".join(TEMPLATES) + ", and in every other one '<city> has <population> inhabitants.'; "
+        "Passages: "
+        + " / ".join(PHRASINGS[phrasing])
+        + ", and in every other one '<city> has <population> inhabitants.'; "
         "a relation holds when the world graph has it with the same label and endpoint names."
     )
     await lm.aclose()
@@ -206,8 +216,9 @@ def main() -> None:
     parser.add_argument("--passages", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--demos", type=int, default=0, help="labelled passages of other countries as examples")
+    parser.add_argument("--phrasing", choices=sorted(PHRASINGS), default="fixed", help="the passages' templates")
     args = parser.parse_args()
-    print(asyncio.run(run(args.passages, args.seed, args.demos)).markdown())
+    print(asyncio.run(run(args.passages, args.seed, args.demos, args.phrasing)).markdown())
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ from kag.errors import ConfigError, InvalidInputError, SchemaError
 from kag.knowledge.base import KnowledgeBase
 from kag.lm.base import LanguageModel, Message
 from kag.programs.module import Module, as_list
-from kag.programs.stated import is_stated, stated_schema, states_name
+from kag.programs.stated import is_stated, names_relation, sentence_of, stated_schema, states_name
 from kag.text import normalize_text
 
 INSTRUCTIONS = (
@@ -362,15 +362,54 @@ class KnowledgeExtractor(Module):
                     f"{spec.label} links {'|'.join(spec.subj_labels)} -> {'|'.join(spec.obj_labels)}, "
                     f"not {subj.label} -> {obj.label}."
                 )
-            triple = (spec.label, subj.label, normalize_text(subj.name), obj.label, normalize_text(obj.name))
+            # an endpoint the passage does not name is reported as unresolved, not stored
+            unstated = [ref for ref in (subj, obj) if not states_name(text, ref.name)]
+            label, unsupported = spec.label, None
+            if not unstated:
+                label, unsupported = self._supported(text, spec.label, subj, obj)
+            triple = (label, subj.label, normalize_text(subj.name), obj.label, normalize_text(obj.name))
             if triple in listed:
                 continue
             listed.add(triple)
             props = {k: v for k, v in item.items() if k in ("label", "subject", "object") or is_stated(text, v)}
-            # an endpoint the passage does not name is reported as unresolved, not stored
-            unstated = [ref for ref in (subj, obj) if not states_name(text, ref.name)]
-            relations.append({**props, "subject": subj, "object": obj, _UNSTATED: unstated})
+            relations.append(
+                {
+                    **props,
+                    "label": label,
+                    "subject": subj,
+                    "object": obj,
+                    _UNSTATED: unstated,
+                    _UNSUPPORTED: unsupported,
+                }
+            )
         return _Extracted("", entities, relations)
+
+    def _supported(self, text: str, label: str, subj: EntityRef, obj: EntityRef) -> tuple[str, str | None]:
+        """The relation label one sentence of ``text`` supports, and why none does (or None).
+
+        A relation is read from a sentence that names both its ends (two different names): ends
+        that never share a sentence, or one name on both sides, are reported, not stored. Where
+        that sentence writes a word of another relation between the same kinds of entity and
+        none of this one's ("Munich is a city in Germany" written as ``IsCapitalOf``), it is read
+        as the relation the sentence names: a small model confuses relations that link the
+        same labels far more often than it misreads the sentence's names.
+        """
+        if normalize_text(subj.name) == normalize_text(obj.name):
+            return label, f"{subj.name!r} is on both sides of {label}"
+        sentence = sentence_of(text, subj.name, obj.name)
+        if sentence is None:
+            return label, f"no sentence of the passage names both {subj.name!r} and {obj.name!r}"
+        if names_relation(sentence, label):
+            return label, None
+        named = [
+            other
+            for other, spec in self.schema.relations.items()
+            if other != label
+            and subj.label in spec.subj_labels
+            and obj.label in spec.obj_labels
+            and names_relation(sentence, other)
+        ]
+        return (named[0] if len(named) == 1 else label), None
 
     async def extract(self, chunk: Chunk) -> _Extracted:
         """Ask the model for one chunk's entities and relations (validated, repaired if needed)."""
@@ -454,6 +493,9 @@ class KnowledgeExtractor(Module):
                 missing = item[_UNSTATED][0]
                 unresolved(f"{missing.label} {missing.name!r} is not a name the passage writes")
                 continue
+            if item[_UNSUPPORTED]:
+                unresolved(item[_UNSUPPORTED])
+                continue
             subj = await resolver.lookup(subj_ref) or await self._stated_endpoint(subj_ref, listed, resolver, resolved)
             obj = await resolver.lookup(obj_ref) or await self._stated_endpoint(obj_ref, listed, resolver, resolved)
             if subj is None or obj is None:
@@ -461,7 +503,11 @@ class KnowledgeExtractor(Module):
                 unresolved(f"no {missing.label} named {missing.name!r} in the passage or the knowledge base")
                 continue
             spec = self.schema.relation_spec(item["label"])
-            props = {k: v for k, v in item.items() if k not in ("subject", "object", _UNSTATED) and v is not None}
+            props = {
+                k: v
+                for k, v in item.items()
+                if k not in ("subject", "object", _UNSTATED, _UNSUPPORTED) and v is not None
+            }
             try:
                 relations.append(spec.model.model_validate({**props, "subj": subj, "obj": obj}))
             except pydantic.ValidationError as exc:
@@ -478,6 +524,7 @@ class KnowledgeExtractor(Module):
 
 
 _UNSTATED = "_unstated"  # a validated relation's endpoints that its passage does not name
+_UNSUPPORTED = "_unsupported"  # why no sentence of the passage supports a validated relation (or None)
 
 
 def _chunk(text: str, chunk_id: str) -> Chunk:

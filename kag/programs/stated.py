@@ -16,7 +16,16 @@ from typing import Any
 
 from kag.lm.guards import text_spans, text_words
 
-__all__ = ["is_stated", "name_spans", "stated_numbers", "stated_schema", "states_name"]
+__all__ = [
+    "is_stated",
+    "name_spans",
+    "relation_words",
+    "sentence_of",
+    "sentences",
+    "stated_numbers",
+    "stated_schema",
+    "states_name",
+]
 
 # short lowercase words inside a name ("Bosnia and Herzegovina", "Rio de Janeiro")
 _CONNECTORS = frozenset({"of", "and", "the", "de", "la", "le", "da", "do", "du", "del", "di", "van", "von", "y", "e"})
@@ -41,6 +50,8 @@ def name_spans(text: str, max_words: int = 5) -> list[str]:
     for span in spans:
         words = span.split()
         if words[0][:1].isupper() and _capital(words[-1]) and all(_capital(w) or w in _CONNECTORS for w in words):
+            if all(w.casefold() in _CONNECTORS for w in words):
+                continue  # "The" opening a sentence is no name ("The Hague" is)
             names.append(span)
     return names or spans
 
@@ -85,6 +96,51 @@ def is_stated(text: str, value: Any) -> bool:
         wanted = _words(value)
         return wanted.strip() != "" and wanted in _words(text)
     return False
+
+
+# a sentence ends at . ! ? followed by a space and a capital (or the end); "St. Louis" stays whole
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])|\n{2,}")
+
+
+def sentences(text: str) -> list[str]:
+    """The passage's sentences (split after . ! ? before a capital, and at blank lines; an
+    abbreviation such as "St." or "Mt." does not end one)."""
+    out: list[str] = []
+    for part in (p.strip() for p in _SENTENCE.split(text)):
+        if not part:
+            continue
+        if out and re.fullmatch(r"[A-Z][a-z]{0,2}\.", out[-1].rsplit(" ", 1)[-1]):
+            out[-1] = f"{out[-1]} {part}"
+        else:
+            out.append(part)
+    return out
+
+
+def sentence_of(text: str, *names: str) -> str | None:
+    """The first sentence of ``text`` that writes every one of ``names``, or None.
+
+    A relation is read from one sentence that names both its ends, as relation extraction
+    usually is: two names that never share a sentence were not said to be related.
+    """
+    for sentence in sentences(text):
+        if all(states_name(sentence, name) for name in names):
+            return sentence
+    return None
+
+
+_SMALL = frozenset({"is", "has", "have", "of", "in", "to", "by", "at", "on", "for", "the", "a", "an", "and", "with"})
+
+
+def relation_words(label: str) -> list[str]:
+    """The content words of a relation label, lowercase ("IsCapitalOf" -> ["capital"])."""
+    parts = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", label)
+    return [p.lower() for p in parts if p.lower() not in _SMALL]
+
+
+def names_relation(sentence: str, label: str) -> bool:
+    """Whether ``sentence`` writes a content word of the relation ``label`` (a plural "s" aside)."""
+    said = {w.casefold().removesuffix("s") for w in text_words(sentence)}
+    return any(w.removesuffix("s") in said for w in relation_words(label))
 
 
 def stated_schema(schema: Mapping[str, Any], text: str) -> dict[str, Any]:

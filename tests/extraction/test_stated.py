@@ -14,7 +14,15 @@ from kag.examples.seed import ENTITY_MODELS, RELATION_MODELS, City
 from kag.lm import ScriptedLM
 from kag.lm.jsonschema_check import validate_json_schema
 from kag.programs.extractor import KnowledgeExtractor, extraction_schema
-from kag.programs.stated import is_stated, name_spans, stated_numbers, stated_schema, states_name
+from kag.programs.stated import (
+    is_stated,
+    name_spans,
+    sentence_of,
+    sentences,
+    stated_numbers,
+    stated_schema,
+    states_name,
+)
 
 PASSAGE = "Lima is the capital of Peru. Arequipa is a city in Peru and has 1,008,290 inhabitants."
 
@@ -175,3 +183,39 @@ async def test_an_endpoint_the_passage_names_but_the_model_did_not_list_is_store
     report = await KnowledgeExtractor(kb, ScriptedLM([answer])).ingest([PASSAGE])
     assert report.relations == 1 and (await kb.counts())["Country"] == 1
     assert [u.object.name for u in report.unresolved] == ["Lima"]
+
+
+def test_sentences_end_at_a_stop_before_a_capital_but_not_after_an_abbreviation() -> None:
+    assert sentences("Lima is in Peru. St. Louis is big! Is Mt. Fuji high? Yes.") == [
+        "Lima is in Peru.",
+        "St. Louis is big!",
+        "Is Mt. Fuji high?",
+        "Yes.",
+    ]
+    assert sentence_of(PASSAGE, "Arequipa", "Peru") == "Arequipa is a city in Peru and has 1,008,290 inhabitants."
+    assert sentence_of(PASSAGE, "Lima", "Arequipa") is None
+    assert "The" not in name_spans("The capital of Peru is Lima.")  # a sentence's first word is no name
+
+
+async def test_a_relation_is_read_from_one_sentence_that_names_both_of_its_ends(kb: kag.KnowledgeBase) -> None:
+    passage = "Lima is the capital of Peru. Arequipa is a city in Peru. Cusco lies in Peru. Quito is far away."
+    answer = {
+        "entities": [],
+        "relations": [
+            rel("IsCapitalOf", "Arequipa", "Peru"),  # its sentence says "city": read as IsCityOf
+            rel("IsCityOf", "Quito", "Peru"),  # Quito and Peru never share a sentence: reported
+            rel("IsCityOf", "Peru", "Peru"),  # one name on both sides: reported
+            rel("IsCityOf", "Cusco", "Peru"),  # the sentence names no relation: kept as the model wrote it
+            rel("IsCapitalOf", "Lima", "Peru"),
+        ],
+    }
+    report = await KnowledgeExtractor(kb, ScriptedLM([answer])).ingest([passage])
+    written = set()
+    for rid in report.relation_ids:
+        relation = await kb.get(rid)
+        assert isinstance(relation, kag.Relation)
+        written.add((relation.label, relation.subj.name, relation.obj.name))
+    assert written == {("IsCityOf", "Arequipa", "Peru"), ("IsCityOf", "Cusco", "Peru"), ("IsCapitalOf", "Lima", "Peru")}
+    reasons = sorted(u.reason for u in report.unresolved)
+    assert len(reasons) == 2
+    assert "'Peru' is on both sides" in reasons[0] and "no sentence of the passage names both" in reasons[1]
