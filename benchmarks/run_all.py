@@ -41,8 +41,10 @@ from benchmarks import (
     bench_passages_ann,
     bench_rag_index,
     bench_scale,
+    bench_scope,
     bench_training,
     bench_triplet,
+    bench_user_graph,
     bench_vector,
 )
 from benchmarks.common import (
@@ -73,6 +75,8 @@ NAMES = (
     "training",
     "dspy",
     "extraction",
+    "scope",
+    "user_graph",
     "integrations",
 )
 ROOT = Path(__file__).resolve().parent.parent
@@ -210,7 +214,13 @@ def run_one(name: str, args: argparse.Namespace, settings: Any) -> Report:
     elif name == "dspy":
         return dspy_report(args)
     elif name == "extraction":
-        return asyncio.run(bench_extraction.run(20, 0, demos=1))
+        report = asyncio.run(bench_extraction.run(20, 0, demos=1))
+        other = asyncio.run(bench_extraction.run(20, 0, demos=1, phrasing="other"))
+        return Report(report.title, [*report.results, *other.results], [*report.notes, *other.notes])
+    elif name == "scope":
+        return asyncio.run(bench_scope.run())
+    elif name == "user_graph":
+        return asyncio.run(bench_user_graph.run())
     elif name == "triplet":
         return asyncio.run(bench_triplet.run(settings, args.memory_edges, args.neo4j_edges, args.build_budget))
     elif name == "scale":

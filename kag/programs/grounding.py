@@ -60,18 +60,20 @@ _LISTED = 10  # names written out in a text answer; the rest are counted
 
 
 def answer_texts(inputs: Iterable[Any]) -> list[str]:
-    """The free-text answers the facts of ``inputs`` give: the count of a counting search, else the
-    names on the side the search asked for (the first ten, then how many more), else the values
-    stated about the named entity. Empty when the facts give none (the answer is "not found")."""
+    """The free-text answers the facts of ``inputs`` give: the count of a counting search; else the
+    names on the side the search asked for (the first ten, then how many more) and the values
+    stated about the named entity ("What is the population of Tokyo?" searches Tokyo's country).
+    Empty when the facts give none (the answer is "not found")."""
     items = list(inputs)
     count = counted(items)
     if count is not None:
         return [str(count)]
+    texts = []
     asked = asked_names(items)
     if asked:
         shown = ", ".join(asked[:_LISTED])
-        return [shown if len(asked) <= _LISTED else f"{shown} and {len(asked) - _LISTED} more"]
-    return named_values(items)
+        texts.append(shown if len(asked) <= _LISTED else f"{shown} and {len(asked) - _LISTED} more")
+    return texts + named_values(items)[:_LISTED]
 
 
 def _entity_name(entity: Any) -> str | None:
