@@ -105,11 +105,22 @@ def text_words(text: str) -> list[str]:
     return _WORD.findall(text)
 
 
-def text_spans(texts: Iterable[str], max_words: int = 5) -> list[str]:
+# words that never make a name on their own: a question's "On", "Which" or "the" is no entity
+_FUNCTION_WORDS = frozenset(
+    str.split(
+        "a an the of in on at to for by with from into onto and or but not no is are was were be been do does did "
+        "has have had can could will would should may might what which who whom whose where when why how many much "
+        "this that these those it its there here all any some each every me my you your we our they their"
+    )
+)
+
+
+def text_spans(texts: Iterable[str], max_words: int = 5, *, names_only: bool = False) -> list[str]:
     """Every run of 1 to ``max_words`` consecutive words of ``texts``, as written, once each.
 
     The values a search's similarity text may take when it must quote the question: a name in a
-    question is one such run ("New York City", "Côte d'Ivoire").
+    question is one such run ("New York City", "Côte d'Ivoire"). ``names_only`` leaves out the runs
+    made only of function words ("On", "which is the"), which name nothing.
     """
     spans: dict[str, None] = {}
     for text in texts:
@@ -120,7 +131,10 @@ def text_spans(texts: Iterable[str], max_words: int = 5) -> list[str]:
                 spans.setdefault(stem, None)
         for size in range(1, max_words + 1):
             for start in range(len(words) - size + 1):
-                spans.setdefault(" ".join(words[start : start + size]), None)
+                run = words[start : start + size]
+                if names_only and all(w.casefold() in _FUNCTION_WORDS for w in run):
+                    continue
+                spans.setdefault(" ".join(run), None)
     return list(spans)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -310,6 +311,19 @@ class KnowledgeRetriever(Module):
             tiebreak=(text, rendered),
         )
 
+    def _name_spans(self, items: Sequence[Any]) -> list[str]:
+        """The runs of the inputs' words a quoted similarity text may be: not function words alone
+        ("On", "which is"), nor a declared label alone ("landmass", "cities"), which name no entity."""
+        labels = {w.casefold() for label in self.graph_schema.entities for w in re.findall(r"[A-Z]?[a-z]+", label)}
+
+        def label_word(word: str) -> bool:
+            folded = word.casefold()
+            return folded in labels or folded.removesuffix("s") in labels or folded.removesuffix("ies") + "y" in labels
+
+        return [
+            span for span in text_spans(_texts(items), names_only=True) if not all(label_word(w) for w in span.split())
+        ]
+
     def _joined_prefix(self, output: str | None) -> dict[str, Any] | None:
         """The longest run of a chain's first patterns that can be planned, from a model's last
         invalid answer (``None``: not a chain, or not even its first pattern plans).
@@ -536,7 +550,7 @@ class KnowledgeRetriever(Module):
             search = await self.scope_search(given)
         if search is None:
             schema = self.search_schema
-            spans = ["*", *text_spans(_texts(items))]
+            spans = ["*", *self._name_spans(items)]
             if self.quote_names or (self.quote_names is None and self._schema_kind()[0]):
                 schema = spans_schema(schema, SIMILARITY_FIELDS, spans)
             if demos and (self.demo_choices or (self.demo_choices is None and self._chooses_from_demos())):
