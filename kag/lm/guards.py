@@ -314,12 +314,15 @@ def grounded_schema(
     return grounded
 
 
-def whole_list_schema(schema: dict[str, Any], names: Iterable[str], *, fields: Iterable[str]) -> dict[str, Any]:
+def whole_list_schema(
+    schema: dict[str, Any], names: Iterable[str], *, fields: Iterable[str], empty: bool = True
+) -> dict[str, Any]:
     """A copy of an answer schema whose list ``fields`` are either empty or exactly ``names``.
 
     For an answer whose set the search already decided (the entities it found on the side it asked
     for): the model only says whether the facts answer the question (``names``) or not (``[]``,
     "not found"), instead of picking names one by one, which a small model stops doing early.
+    With ``empty=False`` (and some names) the fields are exactly ``names``: the search decided.
 
     Raises:
         InvalidInputError: a field is not a property of the schema, or a name is not a string.
@@ -333,7 +336,7 @@ def whole_list_schema(schema: dict[str, Any], names: Iterable[str], *, fields: I
         if not isinstance(prop, dict):
             raise InvalidInputError(f"whole_list_schema: {key!r} is not a property of the schema.")
         described = f"{prop.get('description', '')} {NOT_FOUND_NOTE}".strip()
-        options: list[list[str]] = [[], chosen] if chosen else [[]]
+        options: list[list[str]] = ([[]] if empty or not chosen else []) + ([chosen] if chosen else [])
         whole["properties"][key] = {"description": described, "enum": options}
     return whole
 

@@ -151,15 +151,16 @@ class Generator(Module):
             facts state (the count, an integer property) or ``null``. ``False`` lets the model
             write anything.
         whole_answers: when the facts' search asked for one side, each list-of-names field is
-            either empty ("not found") or every name found on that side: the search decides the
-            set, the model decides whether the facts answer the question (a value stated about the
-            named entity, "What is the population of Tokyo?", goes in an integer or text field);
-            after a counting search, each integer field holds its count; and each free-text
+            every name found on that side (empty, "not found", only when it found none): the
+            search decides the answer, and whether to answer at all is the retriever's call (its
+            ``abstain``); a small model asked to judge it said "not found" to facts that
+            answered. After a counting search, each integer field holds its count; each free-text
             field (``str``) is the answer the facts give (that count, those names, or a value
-            stated about the named entity) or "Not found in the knowledge graph."
-            (:func:`kag.lm.guards.grounded_text`). ``None`` (the default)
-            turns it on for a model that decodes under a grammar (the packaged local model),
-            which otherwise stops listing early; ``False`` lets the model pick names one by one.
+            stated about the named entity: "What is the population of Tokyo?" searches Tokyo's
+            country), or "Not found in the knowledge graph." when they give none
+            (:func:`kag.lm.guards.grounded_text`). ``None`` (the default) turns it on for a model
+            that decodes under a grammar (the packaged local model), which otherwise stops
+            listing early; ``False`` lets the model pick names one by one.
         trainable: whether training may change the module's variable (its instructions and
             demos, starting from ``instructions`` and ``examples``; see :mod:`kag.training`).
 
@@ -320,7 +321,11 @@ class Generator(Module):
             target = grounded_schema(self.data_model.model_json_schema(), allowed, fields=self._name_fields)
         asked = asked_names(items) if allowed is not None and self._whole_answers() else None
         if asked:
-            target = whole_list_schema(self.data_model.model_json_schema(), asked, fields=self._name_fields)
+            # the search asked for one side and found these: the answer, not a choice for the model
+            # (saying "not found" is the retriever's call, see KnowledgeRetriever's abstain)
+            target = whole_list_schema(
+                self.data_model.model_json_schema(), asked, fields=self._name_fields, empty=False
+            )
         numbers = fact_numbers(items) if self.grounded and self._number_fields else None
         count = counted(items) if numbers is not None and self._whole_answers() else None
         if numbers is not None:
@@ -333,7 +338,8 @@ class Generator(Module):
             # a small model's own sentence is where it invents ("Bologna" beside five German cities)
             base = target if isinstance(target, dict) else self.data_model.model_json_schema()
             texts = answer_texts(items)
-            target = grounded_text(base, texts, fields=self._text_fields, not_found=counted(items) is None)
+            decided = counted(items) is not None or bool(asked_names(items))
+            target = grounded_text(base, texts, fields=self._text_fields, not_found=not decided or not texts)
         raw = await self.language_model.generate(messages, target, schema_name=schema_name_for(self.data_model))
         if allowed is not None:  # a name given twice is given once
             raw = {**raw, **{f: list(dict.fromkeys(raw[f])) for f in self._name_fields if isinstance(raw.get(f), list)}}

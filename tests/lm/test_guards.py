@@ -209,6 +209,10 @@ def test_whole_list_schema_allows_nothing_or_everything() -> None:
     assert whole_list_schema(Names.model_json_schema(), [], fields=["entities"])["properties"]["entities"]["enum"] == [
         []
     ]
+    decided = whole_list_schema(Names.model_json_schema(), ["Lyon"], fields=["entities"], empty=False)
+    assert decided["properties"]["entities"]["enum"] == [["Lyon"]]  # the search decided: no "not found"
+    none = whole_list_schema(Names.model_json_schema(), [], fields=["entities"], empty=False)
+    assert none["properties"]["entities"]["enum"] == [[]]  # nothing found: empty is the only answer
     with pytest.raises(InvalidInputError):
         whole_list_schema(Names.model_json_schema(), ["x"], fields=["missing"])
 

@@ -141,7 +141,7 @@ CITIES = Retrieved(
 )
 
 
-async def test_a_constrained_answer_lists_every_name_the_search_asked_for_or_none() -> None:
+async def test_a_constrained_answer_lists_every_name_the_search_asked_for_and_found() -> None:
     lm = ConstrainedScript(
         [
             {"answer": "Zorvik", "entities": ["Zorvik"], "number": None},
@@ -151,13 +151,20 @@ async def test_a_constrained_answer_lists_every_name_the_search_asked_for_or_non
     generator = kag.Generator(data_model=Answer, language_model=lm)
     result = await generator(CITIES)
     assert result.entities == ["Zorvik", "Quenta"]  # the partial list was refused and repaired
-    # the free text too is the answer the facts give, or "not found": never the model's own sentence
-    assert lm.calls[0]["schema"]["properties"]["answer"]["enum"] == ["Zorvik, Quenta", NOT_FOUND_TEXT]
+    # the free text too is the answer the facts give: never the model's own sentence, and not "not
+    # found" once the search found the side it asked for (abstaining is the retriever's call)
+    assert lm.calls[0]["schema"]["properties"]["answer"]["enum"] == ["Zorvik, Quenta"]
     assert result.answer == "Zorvik, Quenta"
     entities = lm.calls[0]["schema"]["properties"]["entities"]
-    assert entities["enum"] == [[], ["Zorvik", "Quenta"]]  # never Elandor, the name it asked about
+    assert entities["enum"] == [["Zorvik", "Quenta"]]  # never Elandor, the name it asked about
     number = lm.calls[0]["schema"]["properties"]["number"]
     assert [o.get("enum") for o in number["anyOf"] if o.get("type") == "integer"] == [[120000, 80000]]
+    # nothing found on the asked side: "not found" is the only answer
+    empty = Retrieved(query="Which cities are in Elandor?", search=CITIES.search, facts=[])
+    lm = ConstrainedScript([{"answer": NOT_FOUND_TEXT, "entities": [], "number": None}])
+    result = await kag.Generator(data_model=Answer, language_model=lm)(empty)
+    assert result.entities == [] and result.answer == NOT_FOUND_TEXT
+    assert lm.calls[0]["schema"]["properties"]["answer"]["enum"] == [NOT_FOUND_TEXT]
 
 
 async def test_whole_answers_can_be_turned_off_and_then_names_are_picked_from_the_asked_side() -> None:
@@ -196,8 +203,8 @@ async def test_after_a_counting_search_a_constrained_answer_gives_the_count_neve
     assert result.number == 0 and len(lm.calls) == 2  # null was refused: zero found is an answer
     assert lm.calls[0]["schema"]["properties"]["number"]["anyOf"] == [{"type": "integer", "enum": [0]}]
     assert lm.calls[0]["schema"]["properties"]["answer"]["enum"] == ["0"]  # the count answers, as text too
-    # facts that are not a count leave null allowed (the model may say the facts do not answer)
-    lm = ConstrainedScript([{"answer": NOT_FOUND_TEXT, "entities": [], "number": None}])
+    # facts that are not a count leave null allowed (the number is not what was asked)
+    lm = ConstrainedScript([{"answer": "Zorvik, Quenta", "entities": ["Zorvik", "Quenta"], "number": None}])
     assert (await kag.Generator(data_model=Answer, language_model=lm)(CITIES)).number is None
 
 
