@@ -115,12 +115,28 @@ _FUNCTION_WORDS = frozenset(
 )
 
 
+# function words a name never holds, even inside ("Bosnia and Herzegovina", "Isle of Man" do hold some)
+_NOT_IN_NAMES = frozenset(
+    str.split(
+        "is are was were be been do does did has have had can could will would should may might "
+        "what which who whom whose where when why how many much"
+    )
+)
+
+
+def _name_like(words: list[str]) -> bool:
+    folded = [w.casefold() for w in words]
+    return not (folded[0] in _FUNCTION_WORDS or folded[-1] in _FUNCTION_WORDS or _NOT_IN_NAMES & set(folded))
+
+
 def text_spans(texts: Iterable[str], max_words: int = 5, *, names_only: bool = False) -> list[str]:
     """Every run of 1 to ``max_words`` consecutive words of ``texts``, as written, once each.
 
     The values a search's similarity text may take when it must quote the question: a name in a
     question is one such run ("New York City", "Côte d'Ivoire"). ``names_only`` leaves out the runs
-    made only of function words ("On", "which is the"), which name nothing.
+    that read as no name: starting or ending with a function word ("On", "On Peru", "the Isle";
+    "The Hague" too, while "Hague" is still offered) or holding a verb or question word
+    ("landmass is Romania").
     """
     spans: dict[str, None] = {}
     for text in texts:
@@ -132,7 +148,7 @@ def text_spans(texts: Iterable[str], max_words: int = 5, *, names_only: bool = F
         for size in range(1, max_words + 1):
             for start in range(len(words) - size + 1):
                 run = words[start : start + size]
-                if names_only and all(w.casefold() in _FUNCTION_WORDS for w in run):
+                if names_only and not _name_like(run):
                     continue
                 spans.setdefault(" ".join(run), None)
     return list(spans)

@@ -15,6 +15,7 @@ or "Not found in the knowledge graph.": its own sentence is where a small model 
 
 from __future__ import annotations
 
+import re
 import types
 import typing
 from collections.abc import Iterable, Iterator, Mapping
@@ -73,7 +74,7 @@ def answer_texts(inputs: Iterable[Any]) -> list[str]:
     if asked:
         shown = ", ".join(asked[:_LISTED])
         texts.append(shown if len(asked) <= _LISTED else f"{shown} and {len(asked) - _LISTED} more")
-    return texts + named_values(items)[:_LISTED]
+    return texts + named_values(items, asked_fields=True)[:_LISTED]
 
 
 def _entity_name(entity: Any) -> str | None:
@@ -149,11 +150,12 @@ def asked_names(inputs: Iterable[Any]) -> list[str] | None:
     return list(names) if seen else None
 
 
-def named_values(inputs: Iterable[Any]) -> list[str]:
+def named_values(inputs: Iterable[Any], *, asked_fields: bool = False) -> list[str]:
     """The property values (as text) of the entities on the named side of each input's asking search.
 
     "What is the population of Tokyo?" searches from Tokyo to its country: the answer is a value
-    the facts state about Tokyo, not a name on the asked side.
+    the facts state about Tokyo, not a name on the asked side. ``asked_fields``: only the values
+    of the fields the input's own text names ("population"), not every value the entity holds.
     """
     values: dict[str, None] = {}
     for item in inputs:
@@ -166,11 +168,17 @@ def named_values(inputs: Iterable[Any]) -> list[str]:
         if search.get("bidirectional"):
             continue
         named = "object" if search["subject_similarity_search"] == "*" else "subject"
+        said = _said_words(data) if asked_fields else None
         for fact in data.get("facts") or ():
             if isinstance(fact, Mapping):
-                for value in _values(fact.get(named)):
+                for value in _values(fact.get(named), said):
                     values.setdefault(value, None)
     return list(values)
+
+
+def _said_words(data: Mapping[str, Any]) -> set[str]:
+    """The lowercase words of an input's own text fields (the question), not of its facts."""
+    return {w for v in data.values() if isinstance(v, str) for w in re.findall(r"[a-z0-9]+", v.casefold())}
 
 
 def _single(search: Any) -> Any:
@@ -278,13 +286,16 @@ def counted(inputs: Iterable[Any]) -> int | None:
 _NOT_VALUES = frozenset({"name", "label", "id", "_id", "embedding", "sources"})
 
 
-def _values(entity: Any) -> list[str]:
-    """An entity's scalar property values as text (a number as the graph stores it)."""
+def _values(entity: Any, said: set[str] | None = None) -> list[str]:
+    """An entity's scalar property values as text (a number as the graph stores it); with
+    ``said``, only those of fields whose name is among those words."""
     if not isinstance(entity, Mapping):
         return []
     out = []
     for key, value in entity.items():
         if key in _NOT_VALUES or isinstance(value, bool) or not isinstance(value, str | int | float):
+            continue
+        if said is not None and not set(key.casefold().split("_")) <= said:
             continue
         text = str(value).strip()
         if text and len(text) <= 64:

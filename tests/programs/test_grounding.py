@@ -196,3 +196,25 @@ def test_number_fields_and_the_numbers_facts_state() -> None:
     stated["subject"].update({"population": 11034555, "capital": True, "area": 1484.0})
     assert fact_numbers([Retrieved(query="q", facts=[stated], count=3)]) == [3, 11034555]
     assert fact_numbers([{"query": "no facts"}]) is None
+
+
+def test_a_text_answer_is_the_asked_names_or_a_value_of_a_field_the_question_names() -> None:
+    from kag.programs.grounding import answer_texts
+
+    tokyo = {"label": "City", "name": "Tokyo", "population": 9733276, "area_km2": 2194}
+    search = {
+        "subject_label": "City",
+        "subject_similarity_search": "Tokyo",
+        "relation_label": "IsCityOf",
+        "object_label": "Country",
+        "object_similarity_search": "*",
+    }
+    facts = [{**fact("Tokyo", "Japan"), "subject": tokyo}]
+
+    def asked(question: str) -> list[str]:
+        return answer_texts([{"query": question, "search": search, "facts": facts}])
+
+    assert asked("What is the population of Tokyo?") == ["Japan", "9733276"]
+    assert asked("Which country is Tokyo in?") == ["Japan"]  # no field named: no value offered
+    assert asked("What is the area km2 of Tokyo?") == ["Japan", "2194"]
+    assert answer_texts([{"query": "q", "search": search, "facts": [], "count": None}]) == []
