@@ -111,13 +111,18 @@ def test_ingest_extract_with_an_openai_compatible_server(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, docs: Path
 ) -> None:
     extraction = {
-        "entities": [{"label": "City", "name": "Lyon", "population": None}, {"label": "Country", "name": "France"}],
+        "entities": [{"label": "City", "name": "Paris", "population": None}, {"label": "Country", "name": "France"}],
         "relations": [
-            {
+            {  # "Paris is the capital of France.": one sentence names both ends
+                "label": "IsCapitalOf",
+                "subject": {"label": "City", "name": "Paris"},
+                "object": {"label": "Country", "name": "France"},
+            },
+            {  # Lyon and France never share a sentence of the passage: reported, not stored
                 "label": "IsCityOf",
                 "subject": {"label": "City", "name": "Lyon"},
                 "object": {"label": "Country", "name": "France"},
-            }
+            },
         ],
     }
 
@@ -141,10 +146,11 @@ def test_ingest_extract_with_an_openai_compatible_server(
     assert code == 0, err
     report = json.loads(out)
     assert report["extraction"]["entities"] == 2 and report["extraction"]["relations"] == 1
-    assert report["counts"]["IsCityOf"] == 1 and report["extraction"]["model"].endswith("fake-model")
+    assert report["counts"]["IsCapitalOf"] == 1 and report["extraction"]["model"].endswith("fake-model")
+    assert report["counts"].get("IsCityOf", 0) == 0
 
-    code, out, _ = run(capsys, "search", "Lyon", "--label", "City", *kb_args(tmp_path), "--json")
-    assert json.loads(out)[0]["entity"]["name"] == "Lyon"
+    code, out, _ = run(capsys, "search", "Paris", "--label", "City", *kb_args(tmp_path), "--json")
+    assert json.loads(out)[0]["entity"]["name"] == "Paris"
 
 
 @pytest.mark.parametrize(
