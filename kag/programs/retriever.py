@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -19,6 +18,7 @@ from kag.knowledge.knowledge import Knowledge
 from kag.lm.base import LanguageModel, Message
 from kag.lm.guards import choices_schema, positional_schema, spans_schema, text_spans
 from kag.lm.lexical import LexicalLM
+from kag.lm.lexical.text import split_identifier, stem
 from kag.programs.generator import Example, join_instructions, schema_sections
 from kag.programs.module import (
     Module,
@@ -314,11 +314,11 @@ class KnowledgeRetriever(Module):
     def _name_spans(self, items: Sequence[Any]) -> list[str]:
         """The runs of the inputs' words a quoted similarity text may be: not function words alone
         ("On", "which is"), nor a declared label alone ("landmass", "cities"), which name no entity."""
-        labels = {w.casefold() for label in self.graph_schema.entities for w in re.findall(r"[A-Z]?[a-z]+", label)}
+        labels = {w for label in self.graph_schema.entities for w in split_identifier(label)}
 
         def label_word(word: str) -> bool:
             folded = word.casefold()
-            return folded in labels or folded.removesuffix("s") in labels or folded.removesuffix("ies") + "y" in labels
+            return folded in labels or stem(folded) in labels
 
         return [
             span for span in text_spans(_texts(items), names_only=True) if not all(label_word(w) for w in span.split())

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kag.lm.guards import text_spans, text_words
+from kag.lm.lexical.text import split_identifier
 
 __all__ = [
     "is_stated",
@@ -133,8 +134,7 @@ _SMALL = frozenset({"is", "has", "have", "of", "in", "to", "by", "at", "on", "fo
 
 def relation_words(label: str) -> list[str]:
     """The content words of a relation label, lowercase ("IsCapitalOf" -> ["capital"])."""
-    parts = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", label)
-    return [p.lower() for p in parts if p.lower() not in _SMALL]
+    return [w for w in split_identifier(label) if w not in _SMALL]
 
 
 def names_relation(sentence: str, label: str) -> bool:
