@@ -30,9 +30,12 @@ Run ``python -m benchmarks.bench_scope``.
 from __future__ import annotations
 
 import asyncio
+import random
+import re
 from collections.abc import Sequence
 from typing import Any
 
+from benchmarks import bench_user_graph
 from benchmarks.bench_lexical_demos import (
     COUNTRY_OUT_OF_SCHEMA,
     COUNTRY_OUT_OF_SCHEMA_FRESH,
@@ -80,6 +83,44 @@ COUNTRY_ANSWERABLE_NEW = [
     "Which official languages does {x} have?",
     "In which part of the world is {x}?",
 ]
+# written on 2026-12-07 (third session) before its first run, after the rules the sets above
+# led to; the first run's numbers are the untouched evidence (results.md keeps them)
+COUNTRY_OUT_OF_SCHEMA_HELDOUT = [
+    "What is the longest river in {x}?",
+    "Who won the last election in {x}?",
+    "What is the life expectancy in {x}?",
+    "Which mountain range runs through {x}?",
+    "What is the literacy rate of {x}?",
+    "Which airline is based in {x}?",
+    "What is the dialling code of {x}?",
+    "When did {x} become independent?",
+    "Who is the head of state of {x}?",
+    "What is the main export of {x}?",
+    "Which ocean lies west of {x}?",
+    "What is the biggest lake in {x}?",
+    "Which football club is the most successful in {x}?",
+    "What religion do most people in {x} follow?",
+    "What is the average temperature in {x} in July?",
+    "Which UNESCO sites are in {x}?",
+    "Who was the first king of {x}?",
+    "Which volcano is the highest in {x}?",
+    "How many tourists visit {x} each year?",
+    "What time zone is {x} in?",
+]
+COUNTRY_ANSWERABLE_HELDOUT = [
+    "What currency is used in {x}?",
+    "Which languages do people speak in {x}?",
+    "What continent is {x} on?",
+    "Which countries are next to {x}?",
+    "What city is the capital of {x}?",
+    "Which provinces belong to {x}?",
+    "What region does {x} belong to?",
+    "How many countries border {x}?",
+    "Give me the cities of {x}.",
+    "What language is spoken in {x}?",
+    "Which currency does {x} have?",
+    "How many provinces does {x} have?",
+]
 # the packages graph ({x}: a package drawn by seed); not tuned on
 PACKAGE_OUT_OF_SCHEMA_NEW = [
     "How large is the wheel of {x}?",
@@ -118,10 +159,13 @@ async def measure(
     sets: dict[str, tuple[list[str], bool]],
     examples: list[tuple[dict[str, Any], dict[str, Any]]],
     graph: str,
+    max_hops: int = 1,
 ) -> None:
     """Report the share gated per set (``sets``: name -> (questions, out of scope)), untrained and with demos."""
     for trained, shown in (("untrained", []), (f"{len(examples)} demos", examples)):
-        retriever = KnowledgeRetriever(kb, LexicalLM(knowledge_base=kb), k=50, examples=shown, abstain=True)
+        retriever = KnowledgeRetriever(
+            kb, LexicalLM(knowledge_base=kb), k=50, max_hops=max_hops, examples=shown, abstain=True
+        )
         for name, (questions, outside) in sets.items():
             hit = await gated(retriever, questions)
             share = len(hit) / max(1, len(questions))
@@ -147,6 +191,7 @@ async def world(report: Report, seed: int) -> None:
     kb = await load_kgqa_graph()
     rows = [r["question"] for r in kgqa_records()]
     countries = country_names(seed + 2)
+    others = other_countries(set(countries), seed)
     (x_train, _), _ = load_kgqa(per_type=4, seed=seed)
     taught = [r["question"] for r in country_out_of_schema(seed, COUNTRY_OUT_OF_SCHEMA)]
     teacher = LexicalLM(knowledge_base=kb)
@@ -161,8 +206,23 @@ async def world(report: Report, seed: int) -> None:
         ),
         "new out of schema": (_filled(COUNTRY_OUT_OF_SCHEMA_NEW, countries), True),
         "new answerable phrasings": (_filled(COUNTRY_ANSWERABLE_NEW, countries), False),
+        "held-out out of schema": (_filled(COUNTRY_OUT_OF_SCHEMA_HELDOUT, others), True),
+        "held-out answerable phrasings": (
+            _filled(COUNTRY_ANSWERABLE_HELDOUT, others[len(COUNTRY_OUT_OF_SCHEMA_HELDOUT) :]),
+            False,
+        ),
     }
     await measure(report, kb, sets, examples, "world")
+
+
+def other_countries(skip: set[str], seed: int) -> list[str]:
+    """Countries of kag's data with plain one- or two-word names no KGQA lookup question uses, shuffled by seed."""
+    rows = bench_user_graph._data()["countries"]
+    names = sorted(
+        r["name"] for r in rows if re.fullmatch(r"[A-Z][a-z]+( [A-Z][a-z]+)?", r["name"]) and r["name"] not in skip
+    )
+    random.Random(seed).shuffle(names)
+    return names
 
 
 async def _search_of(retriever: KnowledgeRetriever, question: str) -> dict[str, Any]:
@@ -188,10 +248,27 @@ async def packages(report: Report) -> None:
     await measure(report, kb, sets, examples, "packages")
 
 
+async def user(report: Report, seed: int) -> None:
+    """A user's own models over the countries data (``bench_user_graph``), demos as its fit keeps them."""
+    data = bench_user_graph._data()
+    kb = await bench_user_graph.user_graph(data)
+    rows = bench_user_graph.questions(data, 6, seed)
+    labelled = [r for r in bench_user_graph.questions(data, 2, seed + 1) if not r["kind"].startswith("outside")]
+    labeller = KnowledgeRetriever(kb, LexicalLM(knowledge_base=kb), k=50, max_hops=2)
+    examples = [({"query": r["question"]}, await _search_of(labeller, r["question"])) for r in labelled]
+    sets = {
+        "answerable (tuned on)": ([r["question"] for r in rows if not r["kind"].startswith("outside")], False),
+        "outside (tuned on)": ([r["question"] for r in rows if r["kind"] == "outside"], True),
+        "outside, held out": ([r["question"] for r in rows if r["kind"] == "outside_heldout"], True),
+    }
+    await measure(report, kb, sets, examples, "user graph", max_hops=2)
+
+
 async def run(seed: int = 0) -> Report:
     report = Report("The scope gate (questions outside the schema, no model)")
     await world(report, seed)
     await packages(report)
+    await user(report, seed)
     return report
 
 

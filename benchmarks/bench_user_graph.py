@@ -163,6 +163,23 @@ OUTSIDE = [
     "How high is the highest peak of {nation}?",
 ]
 
+# written on 2026-12-07 (third session) before its first run, after OUTSIDE's misses had changed
+# the scope rules; the first run's numbers are the untouched evidence
+OUTSIDE_HELDOUT = [
+    "Who is the prime minister of {nation}?",
+    "What is the population density of {nation}?",
+    "Which airport serves {town}?",
+    "What is the official religion of {nation}?",
+    "What is the climate of {town}?",
+    "Which university is in {town}?",
+    "Who is the king of {nation}?",
+    "What is the biggest stadium in {nation}?",
+    "What is the area code of {town}?",
+    "Which ocean borders {nation}?",
+    "What is the crime rate in {town}?",
+    "When was {town} founded?",
+]
+
 
 def _data() -> dict[str, Any]:
     return json.loads(resources.files("kag.data").joinpath("countries.json").read_text(encoding="utf-8"))
@@ -236,11 +253,10 @@ def questions(data: dict[str, Any], per_kind: int, seed: int) -> list[dict[str, 
             }[kind]
             text = template.format(nation=c["name"], town=town["name"])
             out.append({"kind": kind, "question": text, "expected": expected})
-    for i, template in enumerate(OUTSIDE):
-        c, town = fine[-1 - i], city_rows[-1 - i]
-        out.append(
-            {"kind": "outside", "question": template.format(nation=c["name"], town=town["name"]), "expected": []}
-        )
+    for kind, templates, at in (("outside", OUTSIDE, 1), ("outside_heldout", OUTSIDE_HELDOUT, 1 + len(OUTSIDE))):
+        for i, template in enumerate(templates):
+            c, town = fine[-at - i], city_rows[-at - i]
+            out.append({"kind": kind, "question": template.format(nation=c["name"], town=town["name"]), "expected": []})
     return out
 
 
@@ -271,7 +287,7 @@ async def fitted(kb: KnowledgeBase, lm: LanguageModel, rows: list[dict[str, Any]
 
 
 def right(row: dict[str, Any], answer: str) -> bool:
-    if row["kind"] == "outside":
+    if row["kind"].startswith("outside"):
         return "not found" in answer.lower()
     return any(re.search(rf"\b{re.escape(e)}\b", answer, re.IGNORECASE) for e in row["expected"])
 
@@ -287,10 +303,11 @@ async def run_one(program: Program, rows: list[dict[str, Any]]) -> dict[str, Any
             errors["answer" if "'Reply'" in str(exc) else "search"] += 1
             answer = ""
         scores[row["kind"]].append(right(row, answer))
-    answerable = [ok for k, oks in scores.items() if k != "outside" for ok in oks]
+    answerable = [ok for k, oks in scores.items() if not k.startswith("outside") for ok in oks]
     return {
         "right": sum(answerable) / max(1, len(answerable)),
         "outside": sum(scores["outside"]) / max(1, len(scores["outside"])),
+        "outside_heldout": sum(scores["outside_heldout"]) / max(1, len(scores["outside_heldout"])),
         "kinds": {k: sum(v) / len(v) for k, v in scores.items()},
         "errors": dict(errors),
         "seconds": (time.perf_counter() - t0) / max(1, len(rows)),
@@ -304,7 +321,7 @@ async def run(per_kind: int = 6, which: str = "both", seed: int = 0, fit: int = 
     kb = await user_graph(data)
     rows = questions(data, per_kind, seed)
     # the labelled questions of a fit: other names (another seed), no question outside the schema
-    labelled = [r for r in questions(data, fit, seed + 1) if r["kind"] != "outside"] if fit else []
+    labelled = [r for r in questions(data, fit, seed + 1) if not r["kind"].startswith("outside")] if fit else []
     programs: dict[str, Any] = {}
     if which in ("lexical", "both"):
         programs["LexicalLM"] = lambda: build(kb, LexicalLM(knowledge_base=kb))
@@ -327,7 +344,8 @@ async def run(per_kind: int = 6, which: str = "both", seed: int = 0, fit: int = 
         report.add(
             Result(
                 "user graph",
-                f"{name}: GenerationErrors on {r['n']} answerable + {len(OUTSIDE)} outside questions",
+                f"{name}: GenerationErrors on {r['n']} answerable + {len(OUTSIDE) + len(OUTSIDE_HELDOUT)} outside "
+                "questions",
                 errors,
                 "errors",
                 goal="0",
@@ -348,6 +366,17 @@ async def run(per_kind: int = 6, which: str = "both", seed: int = 0, fit: int = 
                 "share",
                 goal=">= 0.95",
                 met=r["outside"] >= 0.95,
+            )
+        )
+        report.add(
+            Result(
+                "user graph",
+                f"{name}: '{NOT_FOUND_TEXT}' to {len(OUTSIDE_HELDOUT)} more questions outside the schema, "
+                "written after the rules were last changed",
+                r["outside_heldout"],
+                "share",
+                goal=">= 0.95",
+                met=r["outside_heldout"] >= 0.95,
             )
         )
     return report

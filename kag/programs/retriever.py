@@ -14,6 +14,7 @@ from kag.datamodels.base import DataModel, Entity, Relation
 from kag.datamodels.schema import GraphSchema
 from kag.errors import ConfigError, GenerationError, InvalidInputError
 from kag.knowledge.base import KnowledgeBase
+from kag.knowledge.hits import TripletResults
 from kag.knowledge.knowledge import Knowledge
 from kag.lm.base import LanguageModel, Message
 from kag.lm.guards import choices_schema, positional_schema, spans_schema, text_spans
@@ -103,14 +104,14 @@ class KnowledgeRetriever(Module):
     searches use, and a side every demo names (or every demo asks for with ``"*"``) stays named (or
     asked for): the model picks among the patterns its nearest worked examples show, which a small
     model does far more reliably than choosing from the whole schema.
-    With ``abstain`` on (the default for a model that decodes under a grammar) a question that asks
-    for something no relation of the schema can give ("Who is the president of France?" on a graph
-    of countries and cities) is not sent to the model: the retriever writes the abstention search of
-    :meth:`kag.lm.lexical.LexicalLM.scope_search`, which finds nothing, so the answer step says "not
-    found". The boundary is the schema's words (labels, relation names, docstrings, fields) and
-    what the demos teach: a word an answerable demo asks with is in scope, a word only demos
-    labelled "not found" use is out. A small model shown its nearest demo would otherwise pick that
-    demo's relation for any question.
+    With ``abstain`` on (the default for a model that decodes under a grammar and for ``LexicalLM``) a
+    question that asks for something no relation of the schema can give ("Who is the president of
+    France?" on a graph of countries and cities) is not sent to the model: the retriever writes the
+    abstention search of :meth:`kag.lm.lexical.LexicalLM.scope_search` and returns no facts (the
+    search is shown, not run), so the answer step says "not found". The boundary is the schema's
+    words (labels, relation names, docstrings, fields) and what the demos teach: a word an
+    answerable demo asks with is in scope, a word only demos labelled "not found" use is out. A
+    small model shown its nearest demo would otherwise pick that demo's relation for any question.
     With k-nearest demos (``KNNFewShot``) each question is shown the
     demos whose questions are most similar by the knowledge base's embedder. Called with ``None`` (or an empty list) it
     returns ``None`` without asking the model.
@@ -268,6 +269,12 @@ class KnowledgeRetriever(Module):
         # a constrained model gets the extended language (conditions, ordering) only when it says so
         return typed, typed and bool(getattr(self.language_model, "full_search_language", False))
 
+    def _abstains(self) -> bool:
+        """``abstain``, automatic: on for a model under a grammar and for ``LexicalLM`` (its own boundary)."""
+        if self.abstain is not None:
+            return self.abstain
+        return self._schema_kind()[0] or isinstance(self.language_model, LexicalLM)
+
     def _chooses_from_demos(self) -> bool:
         """Automatic ``demo_choices``: a model under a grammar shown the demos nearest its question."""
         assert self.variable is not None
@@ -356,8 +363,12 @@ class KnowledgeRetriever(Module):
         search schema and every demo of the variable (not only those shown): see ``abstain``.
         """
         assert self.variable is not None
-        if self._scope_lm is None:
-            self._scope_lm = LexicalLM(knowledge_base=self.knowledge_base)
+        if self._scope_lm is None:  # a LexicalLM model is its own gate (it reads each question once)
+            lm = self.language_model
+            if isinstance(lm, LexicalLM) and lm.knowledge_base is self.knowledge_base:
+                self._scope_lm = lm
+            else:
+                self._scope_lm = LexicalLM(knowledge_base=self.knowledge_base)
         plain = self._schema_for(typed=False, full=False)
         demos = [(render_template(self._template, template_variables(d.input)), d.output) for d in self.variable.demos]
         return await self._scope_lm.scope_search(
@@ -546,8 +557,10 @@ class KnowledgeRetriever(Module):
         demos = await self.demos_for(given)
         messages = self.messages(given, demos)
         search = forced_output(self.name)  # an optimizer exploring a variant of this call
-        if search is None and (self.abstain or (self.abstain is None and self._schema_kind()[0])):
+        gated = False
+        if search is None and self._abstains():
             search = await self.scope_search(given)
+            gated = search is not None
         if search is None:
             schema = self.search_schema
             spans = ["*", *self._name_spans(items)]
@@ -575,9 +588,12 @@ class KnowledgeRetriever(Module):
                     len(search["hops"]),
                 )
         record(self.name, template_variables(given)["inputs"], search)
-        results = await self.knowledge_base.triplet_search(
-            search, k=self.k, threshold=self.threshold, schema=self.graph_schema
-        )
+        if gated:  # not run (no Cypher): its free words could still name something ("lake", a province "Lake")
+            results = TripletResults()
+        else:
+            results = await self.knowledge_base.triplet_search(
+                search, k=self.k, threshold=self.threshold, schema=self.graph_schema
+            )
         data: dict[str, Any] = {}
         models: list[type[BaseModel]] = []
         if self.return_inputs:

@@ -35,3 +35,27 @@ async def test_a_relation_word_that_only_modifies_the_asked_noun_is_not_found(pr
     assert set((await program(Query(query="Which languages are spoken in Honduras?"))).entities) == {"Spanish"}
     # a misspelt capitalized name is still found
     assert (await program(Query(query="What currency does Hondura use?"))).entities == ["Lempira"]
+
+
+async def test_a_lowercase_common_noun_is_not_a_capitalized_name_of_the_graph(program) -> None:
+    # New Zealand has a province named "Lake", Kenya one named "Coast"; asked in lowercase beside
+    # capitalized names, the words are what the question asks for, which the schema does not hold
+    for question in (
+        "What is the biggest lake in New Zealand?",
+        "How long is the coast of Kenya?",
+        "How tall is the highest mountain in Papua New Guinea?",
+    ):
+        result = await program(Query(query=question))
+        assert result.entities == [] and result.facts == [], (question, result.search)
+        assert "not found in the knowledge graph" in result.answer.lower()
+    # capitalized, the same word is the province's name
+    result = await program(Query(query="Which country is the province Mountain in?"))
+    assert result.entities == ["Philippines"], result.search
+
+
+async def test_the_last_word_of_the_asked_noun_phrase_decides_its_scope(program) -> None:
+    # "first" is a word of Province's docstring ("first-level subdivision"); "king" is the noun asked for
+    result = await program(Query(query="Who was the first king of Turkey?"))
+    assert result.entities == [] and result.facts == [], result.search
+    # a schema noun last still answers
+    assert (await program(Query(query="What is the capital city of Honduras?"))).entities == ["Tegucigalpa"]

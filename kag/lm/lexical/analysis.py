@@ -271,6 +271,10 @@ async def _analyze(question: str, schema: _Schema, index: _NameIndex, max_ngram:
                 if fuzzy and all(stem(t) in weak_vocab for t in gram):
                     continue  # "belong" (a relation's docstring word) is no misspelt "Bong"
                 names, exact = await index.lookup(gram, labels, fuzzy)
+                if names and cased is not None and not any(cased[i:j]):
+                    # where the asker capitalizes names, a lowercase word is the common noun, not a
+                    # name the graph capitalizes ("the highest mountain", not the province Mountain)
+                    names = {label: name for label, name in names.items() if name == name.lower()}
                 if names and inside:
                     ratio = max(
                         difflib.SequenceMatcher(None, " ".join(gram), " ".join(words(n))).ratio()

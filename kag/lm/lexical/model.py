@@ -159,7 +159,7 @@ class LexicalLM(BaseLanguageModel):
         if hop_keys <= set(props) or is_chain:
             schema = _schema_from_json(json_schema, self.knowledge_base)
             question = _question(prompt)
-            analysis = await _analyze(question, schema, self._index, self.max_ngram)
+            analysis = await self._analysis_of(question, schema)  # the scope gate may have read it
             demos = read_demos(messages, _question)
             hops = await self._from_demos(demos, analysis, schema) if level == 0 else None
             if hops is None:
@@ -193,7 +193,7 @@ class LexicalLM(BaseLanguageModel):
         The search returned finds nothing, so the answer step says "not found".
         """
         schema = _schema_from_json(dict(json_schema), self.knowledge_base)
-        analysis = await _analyze(_question(question), schema, self._index, self.max_ngram)
+        analysis = await self._analysis_of(_question(question), schema)
         taught = []
         for text, search in demos:
             hops = search.get("hops") if "hops" in search else [search]
@@ -232,7 +232,8 @@ class LexicalLM(BaseLanguageModel):
         return None
 
     async def _analysis_of(self, question: str, schema: _Schema) -> _Analysis:
-        """A demo question's analysis, cached: the same demos come with every request."""
+        """A question's analysis, cached: the same demos come with every request, and the scope gate
+        reads a question just before the model does."""
         key = (question, schema.entity_labels, tuple(schema.relations), schema.hop_fields)
         cached = self._demo_cache.get(key)
         if cached is None:

@@ -28,7 +28,7 @@ from typing import Any
 from kag.lm.lexical.analysis import _NEGATION_WORDS, _Analysis
 from kag.lm.lexical.schema import _Schema
 from kag.lm.lexical.search import _hop
-from kag.lm.lexical.text import _STOPWORDS, _WH, _YES_NO, ANY, stem, synonyms
+from kag.lm.lexical.text import _PREPOSITIONS, _STOPWORDS, _WH, _YES_NO, ANY, stem, synonyms
 
 # words of a question that ask for nothing in particular ("What do you know about X?")
 _GENERIC = frozenset(
@@ -172,6 +172,15 @@ def _phrase_at(a: _Analysis, p: int, covered: set[int]) -> list[int]:
     return out
 
 
+def _nouns(a: _Analysis, head: list[int]) -> list[int]:
+    """The positions of ``head`` that decide what it asks for: its last word where a preposition or
+    the question's end closes it (a noun phrase: "the first king of", where "first" may be a schema
+    word), else all of them ("Which packages share ...": the phrase ran on into the verb)."""
+    after = head[-1] + 1
+    closed = after >= len(a.tokens) or a.tokens[after] in _PREPOSITIONS
+    return head[-1:] if closed else head
+
+
 def superlative_head(a: _Analysis) -> list[int]:
     """Token positions of what a superlative orders ("peak" of "the highest peak of Japan")."""
     if a.superlative is None:
@@ -188,7 +197,7 @@ def out_of_schema(a: _Analysis, schema: _Schema, scope: Scope | None = None) -> 
     if scope is not None and scope.out_of_scope & content_stems(a):
         return True  # a word only unanswerable demos used
     unknown = set(unexplained(a, schema, scope))
-    if any(head and set(head) <= unknown for head in (asked_head(a), superlative_head(a))):
+    if any(head and set(_nouns(a, head)) <= unknown for head in (asked_head(a), superlative_head(a))):
         return True  # what is asked for ("the mayor of ...", "the highest peak of ...") is nothing the schema holds
     if a.rel_positions is not None and any(a.rel_positions.values()):
         # a relation's word that only modifies what is asked ("What currency symbol ...", "Which
