@@ -148,8 +148,8 @@ def stated_schema(schema: Mapping[str, Any], text: str) -> dict[str, Any]:
 
     Every entity ``name`` and relation endpoint name is an enum of :func:`name_spans`; every other
     string property of an entity an enum of the passage's runs of words or ``null``; every integer
-    or number property an enum of :func:`stated_numbers` or ``null`` (only ``null`` when the passage
-    writes none); the lists hold each item once (``uniqueItems``).
+    or number property an enum of :func:`stated_numbers` or ``null``, left out where the passage
+    writes none (the entity keeps its default); the lists hold each item once (``uniqueItems``).
     """
     out = copy.deepcopy(dict(schema))
     names = name_spans(text)
@@ -165,6 +165,11 @@ def stated_schema(schema: Mapping[str, Any], text: str) -> dict[str, Any]:
                 variant["properties"][key] = _enum(prop, names)
             else:
                 variant["properties"][key] = _stated_value(prop, texts, numbers)
+        # a value the passage cannot state is left out, not written as null: fewer tokens to decode
+        for key in [k for k, p in variant.get("properties", {}).items() if _null_only(p)]:
+            del variant["properties"][key]
+            if isinstance(variant.get("required"), list) and key in variant["required"]:
+                variant["required"] = [r for r in variant["required"] if r != key]
     relations = properties.get("relations", {})
     for variant in _variants(relations.get("items")):
         for side in ("subject", "object"):
@@ -175,6 +180,16 @@ def stated_schema(schema: Mapping[str, Any], text: str) -> dict[str, Any]:
         if isinstance(array, dict) and array.get("type") == "array":
             array["uniqueItems"] = True
     return out
+
+
+def _null_only(prop: Any) -> bool:
+    """True for a property schema whose only value is ``null``."""
+    if not isinstance(prop, dict):
+        return False
+    options = prop.get("anyOf")
+    if isinstance(options, list):
+        return bool(options) and all(isinstance(o, dict) and o.get("type") == "null" for o in options)
+    return prop.get("type") == "null"
 
 
 def _variants(items: Any) -> list[dict[str, Any]]:
