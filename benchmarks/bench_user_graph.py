@@ -137,8 +137,8 @@ class Reply(DataModel):
     answer: str = Field(description="The answer to the question")
 
 
-ENTITIES = [Nation, Town, Landmass, Zone, Money, Tongue]
-RELATIONS = [CapitalOf, TownOf, OnLandmass, InZone, PaysWith, Speaks]
+ENTITIES: list[type[Entity]] = [Nation, Town, Landmass, Zone, Money, Tongue]
+RELATIONS: list[type[Relation]] = [CapitalOf, TownOf, OnLandmass, InZone, PaysWith, Speaks]
 
 KINDS = {
     "capital": "What is the capital of {nation}?",
