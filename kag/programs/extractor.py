@@ -33,8 +33,10 @@ from kag.errors import ConfigError, InvalidInputError, SchemaError
 from kag.knowledge.base import KnowledgeBase
 from kag.lm.base import LanguageModel, Message
 from kag.programs.module import Module, as_list
+from kag.programs.skeleton import skeleton
 from kag.programs.stated import is_stated, names_relation, sentence_of, stated_schema, states_name
 from kag.text import normalize_text
+from kag.training.variables import Demo, Variable
 
 INSTRUCTIONS = (
     "You extract a knowledge graph from a text passage. List the entities the passage states, "
@@ -215,7 +217,14 @@ class Progress:
 
 
 class KnowledgeExtractor(Module):
-    """Module: chunks (or models with a ``text`` field) -> entities and relations in the knowledge base."""
+    """Module: chunks (or models with a ``text`` field) -> entities and relations in the knowledge base.
+
+    ``examples`` are labelled passages, ``(passage text, extraction)`` pairs, shown to the model as
+    worked examples before each chunk; each must be an extraction this extractor accepts from its
+    passage. With ``nearest=k`` a chunk is shown only the ``k`` examples written most like it (names
+    and numbers masked, compared by the knowledge base's embedder; the most similar last), so many
+    labelled passages can be kept while the prompt stays short. Both are saved by :meth:`get_config`.
+    """
 
     def __init__(
         self,
@@ -229,6 +238,7 @@ class KnowledgeExtractor(Module):
         progress: bool | None = None,
         instructions: str | None = None,
         examples: Sequence[tuple[str, Mapping[str, Any]]] | None = None,
+        nearest: int | None = None,
         name: str | None = None,
         description: str | None = None,
     ) -> None:
@@ -262,6 +272,8 @@ class KnowledgeExtractor(Module):
             except (ValueError, pydantic.ValidationError, KeyError) as exc:
                 raise ConfigError(f"examples[{i}] is not a valid extraction of its passage: {exc}") from exc
             self.examples.append((passage, output))
+        # which examples a chunk is shown: all, or the ``nearest`` written most like it (its names masked)
+        self._shown = Variable(demos=[Demo({"text": t}, o) for t, o in self.examples], nearest=nearest, trainable=False)
 
     # -- module API -----------------------------------------------------------
     def compute_output_model(self, input_models: Sequence[type[BaseModel]]) -> type[BaseModel]:
@@ -293,6 +305,7 @@ class KnowledgeExtractor(Module):
             "resolution_threshold": self.resolution_threshold,
             "concurrency": self.concurrency,
             "examples": [[text, output] for text, output in self.examples],
+            "nearest": self.nearest,
         }
 
     @classmethod
@@ -310,6 +323,7 @@ class KnowledgeExtractor(Module):
             resolution_threshold=config.get("resolution_threshold", 0.9),
             concurrency=config.get("concurrency", 4),
             examples=[(str(text), output) for text, output in config.get("examples", [])],
+            nearest=config.get("nearest"),
             name=config.get("name"),
             description=config.get("description"),
         )
@@ -318,11 +332,27 @@ class KnowledgeExtractor(Module):
         return f"entities={list(self.schema.entity_labels)} relations={list(self.schema.relation_labels)}"
 
     # -- extraction -----------------------------------------------------------
-    def messages(self, chunk: Chunk) -> list[Message]:
-        """System instructions with the schema description, the examples as user/assistant turns,
-        then the passage as the user turn."""
+    @property
+    def nearest(self) -> int | None:
+        """``None``: every example is shown with every chunk; ``k``: the ``k`` examples most like it."""
+        return self._shown.nearest
+
+    async def examples_for(self, chunk: Chunk) -> list[tuple[str, dict[str, Any]]]:
+        """The examples shown with ``chunk``: all of them, or the ``nearest`` whose passages are written
+        most like it (compared with their names and numbers masked, by the knowledge base's embedder),
+        the most similar last."""
+        if self.nearest is None:
+            return list(self.examples)
+        demos = await self._shown.demos_for(
+            skeleton(chunk.text), self.knowledge_base.embedder, lambda d: skeleton(str(d.input["text"]))
+        )
+        return [(str(d.input["text"]), d.output) for d in demos]
+
+    def messages(self, chunk: Chunk, examples: Sequence[tuple[str, Mapping[str, Any]]] | None = None) -> list[Message]:
+        """System instructions with the schema description, the examples (default: all of them) as
+        user/assistant turns, then the passage as the user turn."""
         messages: list[Message] = [{"role": "system", "content": f"{self.instructions}\n\n{self.schema.describe()}"}]
-        for i, (text, output) in enumerate(self.examples):
+        for i, (text, output) in enumerate(self.examples if examples is None else examples):
             messages.append({"role": "user", "content": f"Passage (id example-{i}):\n{text}"})
             messages.append({"role": "assistant", "content": json.dumps(output, ensure_ascii=False)})
         messages.append({"role": "user", "content": f"Passage (id {chunk.id}):\n{chunk.text}"})
@@ -414,7 +444,7 @@ class KnowledgeExtractor(Module):
     async def extract(self, chunk: Chunk) -> _Extracted:
         """Ask the model for one chunk's entities and relations (validated, repaired if needed)."""
         output = await self.language_model.generate(
-            self.messages(chunk),
+            self.messages(chunk, await self.examples_for(chunk)),
             self.chunk_schema(chunk),
             validate=lambda out: self._validate(out, chunk.text),
             schema_name="extraction",

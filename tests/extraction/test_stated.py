@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -170,6 +171,41 @@ def test_examples_are_shown_before_the_passage_and_saved(kb: kag.KnowledgeBase) 
     )
     with pytest.raises(ConfigError, match="examples\\[0\\]"):
         KnowledgeExtractor(kb, ScriptedLM([]), examples=[bad])
+
+
+def _capital_demo(text: str, city: str, country: str) -> tuple[str, dict[str, Any]]:
+    entities = [{"label": "City", "name": city, "population": None}, {"label": "Country", "name": country}]
+    return text, {"entities": entities, "relations": [rel("IsCapitalOf", city, country)]}
+
+
+async def test_nearest_shows_each_passage_the_examples_written_like_it(kb: kag.KnowledgeBase) -> None:
+    # two ways of writing the same fact; a chunk is shown the example written its way, names aside
+    examples = [
+        _capital_demo("Quito is the capital of Ecuador.", "Quito", "Ecuador"),
+        _capital_demo("The capital of Chile is Santiago.", "Santiago", "Chile"),
+        _capital_demo("Bogota is the capital of Colombia.", "Bogota", "Colombia"),
+    ]
+    answer = {"entities": [{"label": "City", "name": "Lima", "population": None}], "relations": []}
+    lm = ScriptedLM([answer, answer])
+    extractor = KnowledgeExtractor(kb, lm, examples=examples, nearest=1, progress=False)
+    chunk = kag.Chunk(id="c0", document_id="d", index=0, text="The capital of Peru is Lima.", start=0, end=28)
+    assert [t for t, _ in await extractor.examples_for(chunk)] == ["The capital of Chile is Santiago."]
+    other = "Lima is the capital of Peru."
+    shown = await extractor.examples_for(kag.Chunk(id="c1", document_id="d", index=1, text=other, start=0, end=28))
+    assert [t for t, _ in shown] == ["Quito is the capital of Ecuador."]  # a tie: the earlier example
+    # the model sees exactly the chosen example, then the passage
+    await extractor.ingest([chunk])
+    sent = lm.calls[0]["messages"]
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
+    assert "Santiago" in sent[1]["content"] and "Quito" not in json.dumps(sent)
+    # two nearest: the most similar last, next to the passage
+    two = KnowledgeExtractor(kb, lm, examples=examples, nearest=2)
+    assert [t for t, _ in await two.examples_for(chunk)][-1] == "The capital of Chile is Santiago."
+    rebuilt = KnowledgeExtractor.from_config(extractor.get_config(), knowledge_base=kb, language_model=lm)
+    assert rebuilt.nearest == 1 and rebuilt.examples == extractor.examples
+    assert KnowledgeExtractor(kb, lm, examples=examples).nearest is None  # default: every example
+    with pytest.raises(ConfigError, match="nearest"):
+        KnowledgeExtractor(kb, lm, examples=examples, nearest=0)
 
 
 async def test_an_endpoint_the_passage_names_but_the_model_did_not_list_is_stored(kb: kag.KnowledgeBase) -> None:
