@@ -107,10 +107,21 @@ def world_truth() -> set[tuple[str, str, str]]:
     return {(r.label, r.subj.name, r.obj.name) for r in world_items() if isinstance(r, Relation)}
 
 
-async def run(n: int = 20, seed: int = 0, demos: int = 0, phrasing: str = "fixed") -> Report:
+async def run(
+    n: int = 20,
+    seed: int = 0,
+    demos: int = 0,
+    phrasing: str = "fixed",
+    demo_phrasing: str | None = None,
+    nearest: int | None = None,
+) -> Report:
     """Ingest ``n`` passages one at a time with the packaged model; score against the world graph.
 
-    ``demos``: labelled passages of other countries shown as examples (``KnowledgeExtractor(examples=)``).
+    ``demos``: labelled passages of other countries shown as examples (``KnowledgeExtractor(examples=)``),
+    written in ``demo_phrasing`` (default: the passages' own; ``"both"``: each of them in both
+    phrasings, ``2 * demos`` examples), so that demos in one phrasing can be measured on passages in
+    the other. ``nearest``: each passage is shown only the ``nearest`` examples written most like it
+    (``KnowledgeExtractor(nearest=)``).
     """
     from kag.lm.llamacpp import LOCAL, LlamaCppLM
     from kag.programs import KnowledgeExtractor
@@ -120,7 +131,10 @@ async def run(n: int = 20, seed: int = 0, demos: int = 0, phrasing: str = "fixed
     await lm.load()
     truth = world_truth()
     rows = passages(n + demos, seed, PHRASINGS[phrasing])
-    examples = [(row["text"], row["gold"]) for row in rows[n:]]
+    # the same countries either way: the draw does not depend on the templates
+    ways = ["fixed", "other"] if demo_phrasing == "both" else [demo_phrasing or phrasing]
+    shown = [row for way in ways for row in passages(n + demos, seed, PHRASINGS[way])[n:]]
+    examples = [(row["text"], row["gold"]) for row in shown]
     rows = rows[:n]
     failed = invented = values = 0
     written: list[tuple[str, str, str]] = []
@@ -128,7 +142,7 @@ async def run(n: int = 20, seed: int = 0, demos: int = 0, phrasing: str = "fixed
     seconds: list[float] = []
     for i, row in enumerate(rows):
         kb = world_knowledge_base()  # one store per passage: what it wrote is what this passage gave
-        extractor = KnowledgeExtractor(kb, lm, concurrency=1, progress=False, examples=examples)
+        extractor = KnowledgeExtractor(kb, lm, concurrency=1, progress=False, examples=examples, nearest=nearest)
         t0 = time.perf_counter()
         result = await extractor.ingest([row["text"]])
         seconds.append(time.perf_counter() - t0)
@@ -166,6 +180,10 @@ async def run(n: int = 20, seed: int = 0, demos: int = 0, phrasing: str = "fixed
     seconds.sort()
     p50 = seconds[len(seconds) // 2]
     where = f"{len(rows)} passages ({phrasing} phrasing), seed {seed}, {demos} labelled passage(s) as demos"
+    if demos and demo_phrasing not in (None, phrasing):
+        where += " in both phrasings" if demo_phrasing == "both" else f" in the {demo_phrasing} phrasing"
+    if demos and nearest is not None:
+        where += f", the {nearest} nearest shown"
     report.add(Result("extraction", f"failed chunks ({where})", failed, "", goal="0", met=failed == 0))
     report.add(
         Result(
@@ -217,8 +235,16 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--demos", type=int, default=0, help="labelled passages of other countries as examples")
     parser.add_argument("--phrasing", choices=sorted(PHRASINGS), default="fixed", help="the passages' templates")
+    parser.add_argument(
+        "--demo-phrasing",
+        choices=[*sorted(PHRASINGS), "both"],
+        default=None,
+        help="the demos' templates (default: --phrasing; both: each demo in both, 2 x --demos examples)",
+    )
+    parser.add_argument("--nearest", type=int, default=None, help="show each passage only the K nearest examples")
     args = parser.parse_args()
-    print(asyncio.run(run(args.passages, args.seed, args.demos, args.phrasing)).markdown())
+    report = asyncio.run(run(args.passages, args.seed, args.demos, args.phrasing, args.demo_phrasing, args.nearest))
+    print(report.markdown())
 
 
 if __name__ == "__main__":

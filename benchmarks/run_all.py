@@ -214,9 +214,20 @@ def run_one(name: str, args: argparse.Namespace, settings: Any) -> Report:
     elif name == "dspy":
         return dspy_report(args)
     elif name == "extraction":
-        report = asyncio.run(bench_extraction.run(20, 0, demos=1))
-        other = asyncio.run(bench_extraction.run(20, 0, demos=1, phrasing="other"))
-        return Report(report.title, [*report.results, *other.results], [*report.notes, *other.notes])
+        # one and three labelled passages; then demos in the other phrasing than the passages, and
+        # demos in both phrasings of which each passage is shown the three nearest
+        plan: list[tuple[int, str, str | None, int | None]] = [(1, "fixed", None, None), (3, "fixed", None, None)]
+        plan += [(3, "other", None, None)]
+        plan += [(3, "other", "fixed", None), (3, "other", "both", 3)]
+        runs = [
+            asyncio.run(bench_extraction.run(20, 0, demos, phrasing, demo_phrasing=shown, nearest=nearest))
+            for demos, phrasing, shown, nearest in plan
+        ]
+        return Report(
+            runs[0].title,
+            [r for run in runs for r in run.results],
+            list(dict.fromkeys(n for run in runs for n in run.notes)),
+        )
     elif name == "scope":
         return asyncio.run(bench_scope.run())
     elif name == "user_graph":
