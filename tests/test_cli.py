@@ -153,6 +153,58 @@ def test_ingest_extract_with_an_openai_compatible_server(
     assert json.loads(out)[0]["entity"]["name"] == "Paris"
 
 
+def _labelled(text: str, city: str, country: str) -> dict[str, Any]:
+    subject, obj = {"label": "City", "name": city}, {"label": "Country", "name": country}
+    relation = {"label": "IsCapitalOf", "subject": subject, "object": obj}
+    return {"x": {"text": text}, "y": {"entities": [subject, obj], "relations": [relation]}}
+
+
+def test_ingest_extract_shows_the_nearest_labelled_passages(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, docs: Path
+) -> None:
+    examples = tmp_path / "labelled.jsonl"
+    rows = [
+        _labelled("The capital of Chile is Santiago.", "Santiago", "Chile"),
+        _labelled("Quito is the capital of Ecuador.", "Quito", "Ecuador"),
+    ]
+    examples.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    answer = {"entities": [{"label": "City", "name": "Paris", "population": None}], "relations": []}
+    shown: list[str] = []
+
+    def complete(request: RecordedRequest) -> Any:
+        shown.append(json.dumps(request.json()["messages"]))
+        message = {"role": "assistant", "content": json.dumps(answer)}
+        return Reply.json({"choices": [{"message": message, "finish_reason": "stop"}]})
+
+    lm = ["--lm", "openai:fake-model@{url}/v1"]
+    with LocalHTTPServer() as server:
+        server.route("POST", "/v1/chat/completions", complete)
+        argv = [str(docs / "france.md"), "--extract", "--examples", str(examples), "--nearest", "1"]
+        code, out, err = run(capsys, "ingest", *argv, lm[0], lm[1].format(url=server.url), *kb_args(tmp_path), "--json")
+    assert code == 0, err
+    # "Paris is the capital of France." is written like the Quito passage: only that one is shown
+    assert len(shown) == 1 and "Quito" in shown[0] and "Santiago" not in shown[0]
+    assert json.loads(out)["extraction"]["entities"] == 1
+
+
+def test_ingest_refuses_bad_labelled_passages_before_writing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, docs: Path
+) -> None:
+    examples = tmp_path / "labelled.jsonl"
+    source = str(docs / "france.md")
+    code, _, err = run(capsys, "ingest", source, "--examples", str(examples), *kb_args(tmp_path))
+    assert code == 2 and "--examples and --nearest are for --extract" in err
+    examples.write_text('{"x": {"text": "Quito"}, "y": []}\n', encoding="utf-8")
+    code, _, err = run(capsys, "ingest", source, "--extract", "--examples", str(examples), *kb_args(tmp_path))
+    assert code == 2 and "labelled.jsonl:1" in err
+    # a labelled extraction its passage does not support: refused, and nothing was ingested
+    wrong = _labelled("Quito is the capital of Ecuador.", "Lima", "Ecuador")
+    examples.write_text(json.dumps(wrong) + "\n", encoding="utf-8")
+    code, _, err = run(capsys, "ingest", source, "--extract", "--examples", str(examples), *kb_args(tmp_path))
+    assert code != 0 and "examples[0]" in err
+    assert not (tmp_path / "kb.json").exists()
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from kag.cli.train import add_train_parser, train_command
+from kag.cli.train import add_train_parser, read_labelled_passages, train_command
 from kag.datamodels.text import pattern_text
 from kag.errors import ConfigError, KagError, UsageError
 from kag.rag.loaders import Source
@@ -138,6 +138,18 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--text", action="append", default=[], metavar="TEXT", help="inline text (repeatable)")
     ingest.add_argument(
         "--extract", action="store_true", help="extract entities and relations from the chunks with --lm (a real model)"
+    )
+    ingest.add_argument(
+        "--examples",
+        metavar="FILE",
+        help='labelled passages for --extract: JSONL of {"x": {"text": ...}, "y": {"entities": [...], '
+        '"relations": [...]}} (the format of kag train --data)',
+    )
+    ingest.add_argument(
+        "--nearest",
+        type=_positive_int,
+        metavar="K",
+        help="with --examples: show each chunk only the K labelled passages written most like it",
     )
     ingest.add_argument(
         "--chunk-size", type=_positive_int, default=1000, metavar="N", help="characters per chunk (default 1000)"
@@ -375,6 +387,11 @@ async def _ingest(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     sources = [_as_source(s) for s in args.sources]
     if not sources and not args.text and args.example is None:
         raise UsageError("nothing to ingest: give SOURCE paths/URLs, --text or --example.")
+    if (args.examples is not None or args.nearest is not None) and not args.extract:
+        raise UsageError("--examples and --nearest are for --extract: add --extract, or leave them out.")
+    if args.nearest is not None and args.examples is None:
+        raise UsageError("--nearest chooses among --examples: give --examples FILE too.")
+    labelled = read_labelled_passages(Path(args.examples)) if args.examples is not None else []
     service = _service(args, chunk_size=args.chunk_size)
     try:
         await _prepare(service, args, err)
@@ -388,7 +405,14 @@ async def _ingest(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 )
             progress = _progress_printer(err) if err.isatty() else None
             report.update(
-                await service.ingest(texts=args.text, sources=sources, extract=args.extract, progress=progress)
+                await service.ingest(
+                    texts=args.text,
+                    sources=sources,
+                    extract=args.extract,
+                    extraction_examples=labelled,
+                    nearest=args.nearest,
+                    progress=progress,
+                )
             )
         else:
             report["counts"] = await service.counts()

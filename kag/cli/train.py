@@ -51,7 +51,7 @@ def read_dataset(path: Path) -> tuple[list[Any], list[Any]]:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
-        raise UsageError(f"cannot read --data {str(path)!r}: {exc.strerror or exc}") from None
+        raise UsageError(f"cannot read {str(path)!r}: {exc.strerror or exc}") from None
     x: list[Any] = []
     y: list[Any] = []
     for number, line in enumerate(lines, 1):
@@ -70,6 +70,18 @@ def read_dataset(path: Path) -> tuple[list[Any], list[Any]]:
     if not x:
         raise UsageError(f"{path} holds no examples.")
     return x, y
+
+
+def read_labelled_passages(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """``(passage, extraction)`` pairs for ``kag ingest --extract --examples``: the same JSONL as
+    ``--data``, each ``x`` holding the passage's ``text`` and each ``y`` its entities and relations."""
+    x, y = read_dataset(path)
+    pairs = []
+    for number, (given, wanted) in enumerate(zip(x, y, strict=True), 1):
+        if not isinstance(given.get("text"), str):
+            raise UsageError(f'{path}: example {number}: "x" needs a "text" string (the labelled passage).')
+        pairs.append((given["text"], wanted))
+    return pairs
 
 
 async def train_command(

@@ -28,7 +28,7 @@ from kag.knowledge.base import KnowledgeBase
 from kag.knowledge.indexing import Progress
 from kag.knowledge.knowledge import Knowledge, SearchMode
 from kag.lm.base import LanguageModel
-from kag.programs import Generator, Input, KnowledgeRetriever, Program
+from kag.programs import Generator, Input, KnowledgeExtractor, KnowledgeRetriever, Program
 from kag.rag.loaders import AutoLoader, Source
 from kag.rag.splitter import RecursiveCharacterSplitter
 from kag.server.specs import (
@@ -425,6 +425,8 @@ class Service:
         texts: Sequence[str] = (),
         sources: Sequence[Source] = (),
         extract: bool = False,
+        extraction_examples: Sequence[tuple[str, Mapping[str, Any]]] = (),
+        nearest: int | None = None,
         progress: Progress | None = None,
     ) -> dict[str, Any]:
         """Upsert entities/relations, index texts and sources as passages; optionally extract facts.
@@ -433,8 +435,11 @@ class Service:
 
         ``sources`` are used as given (the CLI passes paths; the server checks them
         with :meth:`check_source` first). With ``extract``, the language model
-        extracts entities and relations from the chunks of the texts and sources.
+        extracts entities and relations from the chunks of the texts and sources,
+        shown ``extraction_examples`` (labelled passages; with ``nearest``, the ones
+        written most like each chunk), which are checked before anything is written.
         """
+        extractor = self._extractor(extraction_examples, nearest) if extract else None
         items = self.build_items(entities, relations)
         documents: list[Source] = [
             Document.from_text(t, source="text", metadata={"title": t.strip().splitlines()[0][:200]})
@@ -458,8 +463,8 @@ class Service:
                     "deleted": index.deleted,
                     "errors": [{"source": f.source, "error": str(f.error)} for f in index.errors],
                 }
-            if extract and passages:
-                report["extraction"] = await self._extract(passages)
+            if extractor is not None and passages:
+                report["extraction"] = await self._extract(passages, extractor)
             saved = self.persist()
         if saved:
             report["saved"] = saved
@@ -492,12 +497,12 @@ class Service:
         report["counts"] = await self.counts()
         return report
 
-    async def _extract(self, sources: Sequence[Source]) -> dict[str, Any]:
-        from kag.programs.extractor import KnowledgeExtractor
+    def _extractor(self, examples: Sequence[tuple[str, Mapping[str, Any]]], nearest: int | None) -> KnowledgeExtractor:
+        return KnowledgeExtractor(self.kb, self.language_model, progress=None, examples=examples, nearest=nearest)
 
+    async def _extract(self, sources: Sequence[Source], extractor: KnowledgeExtractor) -> dict[str, Any]:
         loaded = await AutoLoader().load_with_report(list(sources))
         chunks = self.knowledge.splitter.split_documents(loaded.documents)
-        extractor = KnowledgeExtractor(self.kb, self.language_model, progress=None)
         result = await extractor.ingest(chunks)
         data = result.model_dump(mode="json", exclude={"entity_ids", "relation_ids"})
         data["model"] = self.language_model.name
