@@ -10,7 +10,8 @@ Routes (JSON in, JSON out)::
                                                                          -> {"facts", "count", "cypher", "params"}
     POST /ask              {"question", "k"?, "threshold"?, "max_hops"?, "mode"?: "graph"|"rag"}
                                                                          -> {"answer", "search", "cypher", "facts", ...}
-    POST /ingest           {"entities"?, "relations"?, "texts"?, "sources"?, "extract"?} -> report
+    POST /ingest           {"entities"?, "relations"?, "texts"?, "sources"?, "extract"?, "examples"?,
+                            "nearest"?}                                  -> report
     POST /delete           {"ids"?, "document_ids"?, "sources"?, "where"?}  -> {"deleted", "counts"}
     POST /mcp              MCP Streamable HTTP transport (JSON-RPC 2.0, JSON responses)
     GET  /metrics          Prometheus text format (501 without the ``metrics`` extra)
@@ -315,6 +316,8 @@ class App:
             texts=body.texts,
             sources=sources,
             extract=body.extract,
+            extraction_examples=[(e.text, e.extraction) for e in body.examples],
+            nearest=body.nearest,
         )
         if self.metrics is not None:
             self.metrics.observe_ingest(report)

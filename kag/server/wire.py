@@ -104,6 +104,13 @@ class AskRequest(_Body):
     )
 
 
+class LabelledPassage(_Body):
+    """A passage and the extraction a person labelled for it (``{"entities": [...], "relations": [...]}``)."""
+
+    text: str = Field(min_length=1, max_length=10_000)
+    extraction: dict[str, Any]
+
+
 class IngestRequest(_Body):
     """``POST /ingest``: entities/relations as dicts with ``label``, texts, sources (URLs or allowed files)."""
 
@@ -112,11 +119,19 @@ class IngestRequest(_Body):
     texts: list[str] = Field(default_factory=list, max_length=1_000)
     sources: list[str] = Field(default_factory=list, max_length=100)
     extract: bool = Field(default=False, description="Extract entities and relations from texts/sources.")
+    examples: list[LabelledPassage] = Field(
+        default_factory=list, max_length=100, description="Labelled passages shown to the model when extracting."
+    )
+    nearest: int | None = Field(
+        default=None, ge=1, le=100, description="Show each chunk only the N labelled passages written most like it."
+    )
 
     @model_validator(mode="after")
     def _not_empty(self) -> IngestRequest:
         if not (self.entities or self.relations or self.texts or self.sources):
             raise ValueError("nothing to ingest: give entities, relations, texts or sources")
+        if (self.examples or self.nearest is not None) and not self.extract:
+            raise ValueError('examples and nearest are for extraction: set "extract": true, or leave them out')
         return self
 
 

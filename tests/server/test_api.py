@@ -19,6 +19,7 @@ import pytest
 
 from kag.errors import BackendUnavailableError
 from kag.server import HTTPServer, Service, create_app
+from tests.helpers.http_server import LocalHTTPServer, RecordedRequest, Reply
 from tests.helpers.serve import served_port
 
 SEED = "kag.examples.seed"
@@ -280,6 +281,51 @@ async def test_ingest_errors(served: Served, tmp_path: Path) -> None:
     (docs / "madrid.md").write_text("# Madrid\n\nMadrid is the capital of Spain.\n", encoding="utf-8")
     allowed = await served.post("/ingest", {"sources": [str(docs / "madrid.md")]})
     assert allowed.status_code == 200 and allowed.json()["passages"]["documents"] == 1
+
+
+async def test_ingest_extracts_with_the_nearest_labelled_passages(tmp_path: Path) -> None:
+    shown: list[str] = []
+
+    def complete(request: RecordedRequest) -> Any:
+        shown.append(json.dumps(request.json()["messages"]))
+        answer = {"entities": [{"label": "City", "name": "Madrid", "population": None}], "relations": []}
+        message = {"role": "assistant", "content": json.dumps(answer)}
+        return Reply.json({"choices": [{"message": message, "finish_reason": "stop"}]})
+
+    def labelled(text: str, city: str, country: str) -> dict[str, Any]:
+        subject, obj = {"label": "City", "name": city}, {"label": "Country", "name": country}
+        relation = {"label": "IsCapitalOf", "subject": subject, "object": obj}
+        return {"text": text, "extraction": {"entities": [subject, obj], "relations": [relation]}}
+
+    examples = [
+        labelled("The capital of Chile is Santiago.", "Santiago", "Chile"),
+        labelled("Quito is the capital of Ecuador.", "Quito", "Ecuador"),
+    ]
+    with LocalHTTPServer() as model:
+        model.route("POST", "/v1/chat/completions", complete)
+        service = Service.open(f"memory://{tmp_path / 'kb.json'}", SEED, lm=f"openai:fake-model@{model.url}/v1")
+        server = HTTPServer(create_app(service), port=0)
+        await server.start()
+        try:
+            async with httpx.AsyncClient(base_url=server.url, timeout=10) as client:
+                text = "Madrid is the capital of Spain."
+                body = {"texts": [text], "extract": True, "examples": examples, "nearest": 1}
+                response = await client.post("/ingest", json=body)
+                assert response.status_code == 200, response.text
+                assert response.json()["extraction"]["entities"] == 1
+                assert len(shown) == 1 and "Quito" in shown[0] and "Santiago" not in shown[0]
+                # a labelled extraction its passage does not state: 400, and the text was not ingested
+                wrong = [labelled("Quito is the capital of Ecuador.", "Lima", "Ecuador")]
+                body = {"texts": ["Rome is the capital of Italy."], "extract": True, "examples": wrong}
+                refused = await client.post("/ingest", json=body)
+                assert refused.status_code == 400 and "examples[0]" in refused.json()["error"]["message"]
+                counts = (await client.get("/health")).json()["counts"]
+                assert counts["documents"] == 1 and len(shown) == 1
+                alone = await client.post("/ingest", json={"texts": ["x"], "examples": examples})
+                assert alone.status_code == 422 and "extract" in alone.json()["error"]["message"]
+        finally:
+            await server.close()
+            await service.aclose()
 
 
 # --------------------------------------------------------------------------- protocol errors
