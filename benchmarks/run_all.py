@@ -216,9 +216,13 @@ def run_one(name: str, args: argparse.Namespace, settings: Any) -> Report:
     elif name == "extraction":
         # one and three labelled passages; then demos in the other phrasing than the passages, and
         # demos in both phrasings of which each passage is shown the three nearest
-        plan: list[tuple[int, str, str | None, int | None]] = [(1, "fixed", None, None), (3, "fixed", None, None)]
-        plan += [(3, "other", None, None)]
-        plan += [(3, "other", "fixed", None), (3, "other", "both", 3)]
+        plan: list[tuple[int, str, str | None, int | None]] = [
+            (1, "fixed", None, None),
+            (3, "fixed", None, None),
+            (3, "other", None, None),
+            (3, "other", "fixed", None),
+            (3, "other", "both", 3),
+        ]
         runs = [
             asyncio.run(bench_extraction.run(20, 0, demos, phrasing, demo_phrasing=shown, nearest=nearest))
             for demos, phrasing, shown, nearest in plan

@@ -216,6 +216,11 @@ class Progress:
             self.stream.flush()
 
 
+def _labelled(demo: Demo) -> tuple[str, dict[str, Any]]:
+    """A labelled passage demo as its ``(passage text, extraction)`` pair."""
+    return str(demo.input["text"]), demo.output
+
+
 class KnowledgeExtractor(Module):
     """Module: chunks (or models with a ``text`` field) -> entities and relations in the knowledge base.
 
@@ -262,7 +267,7 @@ class KnowledgeExtractor(Module):
         self.progress = progress
         self.instructions = instructions or INSTRUCTIONS
         self.json_schema = extraction_schema(self.schema)
-        self.examples: list[tuple[str, dict[str, Any]]] = []
+        demos: list[Demo] = []
         for i, example in enumerate(examples or ()):
             if not (isinstance(example, tuple | list) and len(example) == 2 and isinstance(example[0], str)):
                 raise ConfigError(f"examples[{i}] must be a (passage text, extraction) pair.")
@@ -271,9 +276,9 @@ class KnowledgeExtractor(Module):
                 self._validate(output, passage)
             except (ValueError, pydantic.ValidationError, KeyError) as exc:
                 raise ConfigError(f"examples[{i}] is not a valid extraction of its passage: {exc}") from exc
-            self.examples.append((passage, output))
-        # which examples a chunk is shown: all, or the ``nearest`` written most like it (its names masked)
-        self._shown = Variable(demos=[Demo({"text": t}, o) for t, o in self.examples], nearest=nearest, trainable=False)
+            demos.append(Demo({"text": passage}, output))
+        # the labelled passages, and which a chunk is shown: all, or the ``nearest`` written most like it
+        self._shown = Variable(demos=demos, nearest=nearest, trainable=False)
 
     # -- module API -----------------------------------------------------------
     def compute_output_model(self, input_models: Sequence[type[BaseModel]]) -> type[BaseModel]:
@@ -333,6 +338,11 @@ class KnowledgeExtractor(Module):
 
     # -- extraction -----------------------------------------------------------
     @property
+    def examples(self) -> list[tuple[str, dict[str, Any]]]:
+        """The labelled passages as ``(passage text, extraction)`` pairs."""
+        return [_labelled(d) for d in self._shown.demos]
+
+    @property
     def nearest(self) -> int | None:
         """``None``: every example is shown with every chunk; ``k``: the ``k`` examples most like it."""
         return self._shown.nearest
@@ -341,12 +351,10 @@ class KnowledgeExtractor(Module):
         """The examples shown with ``chunk``: all of them, or the ``nearest`` whose passages are written
         most like it (compared with their names and numbers masked, by the knowledge base's embedder),
         the most similar last."""
-        if self.nearest is None:
-            return list(self.examples)
         demos = await self._shown.demos_for(
-            skeleton(chunk.text), self.knowledge_base.embedder, lambda d: skeleton(str(d.input["text"]))
+            skeleton(chunk.text), self.knowledge_base.embedder, lambda d: skeleton(_labelled(d)[0])
         )
-        return [(str(d.input["text"]), d.output) for d in demos]
+        return [_labelled(d) for d in demos]
 
     def messages(self, chunk: Chunk, examples: Sequence[tuple[str, Mapping[str, Any]]] | None = None) -> list[Message]:
         """System instructions with the schema description, the examples (default: all of them) as

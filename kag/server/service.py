@@ -439,7 +439,13 @@ class Service:
         shown ``extraction_examples`` (labelled passages; with ``nearest``, the ones
         written most like each chunk), which are checked before anything is written.
         """
-        extractor = self._extractor(extraction_examples, nearest) if extract else None
+        extractor = (  # built first: a bad labelled passage is refused before anything is written
+            KnowledgeExtractor(
+                self.kb, self.language_model, progress=None, examples=extraction_examples, nearest=nearest
+            )
+            if extract
+            else None
+        )
         items = self.build_items(entities, relations)
         documents: list[Source] = [
             Document.from_text(t, source="text", metadata={"title": t.strip().splitlines()[0][:200]})
@@ -496,9 +502,6 @@ class Service:
             report["saved"] = saved
         report["counts"] = await self.counts()
         return report
-
-    def _extractor(self, examples: Sequence[tuple[str, Mapping[str, Any]]], nearest: int | None) -> KnowledgeExtractor:
-        return KnowledgeExtractor(self.kb, self.language_model, progress=None, examples=examples, nearest=nearest)
 
     async def _extract(self, sources: Sequence[Source], extractor: KnowledgeExtractor) -> dict[str, Any]:
         loaded = await AutoLoader().load_with_report(list(sources))

@@ -130,6 +130,10 @@ class IngestRequest(_Body):
     def _not_empty(self) -> IngestRequest:
         if not (self.entities or self.relations or self.texts or self.sources):
             raise ValueError("nothing to ingest: give entities, relations, texts or sources")
+        return self
+
+    @model_validator(mode="after")
+    def _examples_need_extract(self) -> IngestRequest:
         if (self.examples or self.nearest is not None) and not self.extract:
             raise ValueError('examples and nearest are for extraction: set "extract": true, or leave them out')
         return self
