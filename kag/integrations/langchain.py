@@ -1,4 +1,4 @@
-"""kag inside LangChain (``pip install 'kag[langchain]'``, ``langchain-core``).
+"""kag inside LangChain (``pip install 'graph-kag[langchain]'``, ``langchain-core``).
 
 * :class:`KagRetriever`: a ``BaseRetriever`` over a :class:`~kag.Knowledge` or :class:`~kag.KnowledgeBase`.
   ``invoke(query)`` returns the hits of ``knowledge.search`` as ``Document``s (facts first, then passages),
@@ -32,6 +32,7 @@ from kag.integrations._common import (
     hit_metadata,
 )
 from kag.knowledge import Knowledge, KnowledgeTool, SearchHit, TripletResults
+from kag.version import pip_install
 
 try:
     from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
@@ -40,7 +41,7 @@ try:
     from langchain_core.tools import BaseTool, StructuredTool, ToolException
 except ImportError as exc:  # the optional extra is missing: say how to install it
     raise MissingDependencyError(
-        "kag.integrations.langchain needs langchain-core: pip install 'kag[langchain]'"
+        f"kag.integrations.langchain needs langchain-core: {pip_install('langchain')}"
     ) from exc
 
 __all__ = ["KagRetriever", "KagTripletSearchTool", "knowledge_tool", "to_document", "triplet_search_tool"]

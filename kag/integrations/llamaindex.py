@@ -1,4 +1,4 @@
-"""kag inside LlamaIndex (``pip install 'kag[llamaindex]'``, ``llama-index-core``).
+"""kag inside LlamaIndex (``pip install 'graph-kag[llamaindex]'``, ``llama-index-core``).
 
 * :class:`KagRetriever`: a ``BaseRetriever`` over a :class:`~kag.Knowledge` or :class:`~kag.KnowledgeBase`
   returning ``NodeWithScore``s: exactly the hits of ``knowledge.search`` (facts first, then passages), in
@@ -35,6 +35,7 @@ from kag.integrations._common import (
 )
 from kag.knowledge import Knowledge, KnowledgeTool, SearchHit
 from kag.query.triplet import TripletChain, TripletSearch
+from kag.version import pip_install
 
 try:
     from llama_index.core.base.base_retriever import BaseRetriever
@@ -43,7 +44,7 @@ try:
     from llama_index.core.tools import FunctionTool, ToolMetadata, ToolOutput
 except ImportError as exc:  # the optional extra is missing: say how to install it
     raise MissingDependencyError(
-        "kag.integrations.llamaindex needs llama-index-core: pip install 'kag[llamaindex]'"
+        f"kag.integrations.llamaindex needs llama-index-core: {pip_install('llamaindex')}"
     ) from exc
 
 __all__ = ["KagRetriever", "KagToolMetadata", "knowledge_tool", "to_node", "triplet_search_tool"]

@@ -17,7 +17,7 @@ intent explicit: a ``Path`` that does not exist is always "file not found".
 ``bytes`` are decoded (BOM, UTF-8, then the fallback encodings); content that
 looks binary is refused. HTML is reduced to text with the standard library's
 ``html.parser`` (script and style dropped). PDFs need the optional ``pypdf``
-(``pip install kag[pdf]``) and give one ``Document`` per page with
+(``pip install 'graph-kag[pdf]'``) and give one ``Document`` per page with
 ``metadata["page"]`` (1-based).
 """
 
@@ -39,6 +39,7 @@ from urllib.parse import unquote, urlsplit
 from kag.datamodels.documents import Document
 from kag.errors import InvalidInputError, LoaderError
 from kag.rag.urlsafety import Resolver, fetch_url
+from kag.version import pip_install
 
 logger = logging.getLogger(__name__)
 
@@ -689,7 +690,7 @@ def pdf_documents(data: bytes, source: str, base: dict[str, Any]) -> list[Docume
         import pypdf  # optional dependency, imported only when a PDF shows up
     except ImportError as exc:
         raise LoaderError(
-            f"{source}: reading PDFs needs the optional pypdf package; install it with `pip install kag[pdf]`."
+            f"{source}: reading PDFs needs the optional pypdf package; install it with `{pip_install('pdf')}`."
         ) from exc
     try:
         reader = pypdf.PdfReader(io.BytesIO(data), strict=False)

@@ -22,10 +22,11 @@ import numpy as np
 from kag.errors import ConfigError, EmbeddingError, InvalidInputError
 from kag.rag.embedders import check_matrix
 from kag.runtime import available_cores
+from kag.version import pip_install
 
 __all__ = ["OnnxEmbedder"]
 
-_INSTALL = "install them with `pip install 'kag[onnx]'`"
+_INSTALL = f"install them with `{pip_install('onnx')}`"
 _OUTPUT_PREFERENCE = ("sentence_embedding", "last_hidden_state", "token_embeddings")
 
 

@@ -31,6 +31,7 @@ from typing import Any
 from kag.errors import ConfigError, MissingDependencyError, UnsupportedFilterError
 from kag.query.filters import validate_filter
 from kag.rag.embedders import as_embedder, embed_query
+from kag.version import pip_install
 
 __all__ = [
     "ChromaRetriever",
@@ -99,7 +100,7 @@ def _qdrant_models() -> Any:
         from qdrant_client import models
     except ImportError as exc:  # the extra is optional
         raise MissingDependencyError(
-            "the Qdrant adapter needs qdrant-client: pip install 'kag[vectorstores]' (or qdrant-client)."
+            f"the Qdrant adapter needs qdrant-client: {pip_install('vectorstores')} (or qdrant-client)."
         ) from exc
     return models
 

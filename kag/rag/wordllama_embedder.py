@@ -26,6 +26,7 @@ import numpy as np
 
 from kag.errors import ConfigError, InvalidInputError
 from kag.files import sha256_file
+from kag.version import pip_install
 
 __all__ = ["WORDLLAMA_FILES", "WordLlamaEmbedder", "WordLlamaFiles"]
 
@@ -52,7 +53,7 @@ _ALLOWED_DIMENSIONS = (64, 128, 256)  # matryoshka-trained: prefixes of the 256 
 
 
 def _locate(files: WordLlamaFiles) -> tuple[Path, Path]:
-    hint = f"install it with `pip install 'kag[embeddings]'` (or `pip install {files.distribution}=={files.version}`)"
+    hint = f"install it with `{pip_install('embeddings')}` (or `pip install {files.distribution}=={files.version}`)"
     try:
         dist = metadata.distribution(files.distribution)
     except metadata.PackageNotFoundError:

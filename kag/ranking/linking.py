@@ -32,7 +32,7 @@ import numpy as np
 from kag.text import words
 from kag.validation import check_k, check_threshold
 
-try:  # the same formula, in C++: used when installed (kag[fast]); results are identical
+try:  # the same formula, in C++: used when installed (graph-kag[fast]); results are identical
     from rapidfuzz.distance import Indel as _Indel
 except ImportError:  # pragma: no cover - exercised where rapidfuzz is absent
     _Indel = None

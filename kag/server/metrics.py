@@ -1,6 +1,6 @@
 """Prometheus metrics of the server (``GET /metrics``), with the optional ``metrics`` extra.
 
-``pip install 'kag[metrics]'`` installs ``prometheus_client``; without it
+``pip install 'graph-kag[metrics]'`` installs ``prometheus_client``; without it
 :meth:`Metrics.create` returns ``None`` and ``GET /metrics`` answers **501**
 naming the extra. Each :class:`Metrics` has its own registry (no global state):
 
@@ -25,10 +25,12 @@ import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
+from kag.version import pip_install
+
 __all__ = ["METRICS_MISSING", "Metrics"]
 
 METRICS_MISSING = (
-    "metrics need the prometheus_client library, which is not installed: pip install 'kag[metrics]' "
+    f"metrics need the prometheus_client library, which is not installed: {pip_install('metrics')} "
     "(the 'metrics' extra)"
 )
 

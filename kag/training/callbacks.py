@@ -275,7 +275,7 @@ class CSVLogger(Callback):
 class ProgressBar(Callback):
     """A progress bar over the training batches of each epoch (tqdm; a notebook widget in Jupyter).
 
-    Without tqdm installed (``pip install 'kag[train]'``) it prints one line per epoch.
+    Without tqdm installed (``pip install 'graph-kag[train]'``) it prints one line per epoch.
     """
 
     def __init__(self) -> None:

@@ -1,6 +1,6 @@
 """Pictures of training: the reward per epoch, and a program's module graph.
 
-``plot_history`` draws with matplotlib (``pip install 'kag[train]'``) and returns
+``plot_history`` draws with matplotlib (``pip install 'graph-kag[train]'``) and returns
 the figure, which Jupyter shows inline. ``plot_program`` writes the module graph
 as SVG by itself (no Graphviz binary): columns by depth from the inputs, one box
 per input or module call, arrows for the data flow. Its result shows inline in
@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kag.errors import ConfigError, MissingDependencyError
+from kag.version import pip_install
 
 __all__ = ["ProgramPicture", "plot_history", "plot_program"]
 
@@ -28,7 +29,7 @@ def plot_history(history: Any, *, keys: list[str] | None = None, title: str | No
     try:
         import matplotlib.pyplot as plt  # headless machines get a non-interactive backend by themselves
     except ImportError as exc:
-        raise MissingDependencyError("plot_history needs matplotlib: pip install 'kag[train]'.") from exc
+        raise MissingDependencyError(f"plot_history needs matplotlib: {pip_install('train')}.") from exc
     logs = history.history if hasattr(history, "history") else history
     if not isinstance(logs, dict) or not logs:
         raise ConfigError("plot_history needs the History returned by fit (or its .history dict).")

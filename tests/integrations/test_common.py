@@ -135,4 +135,4 @@ def test_a_missing_framework_names_its_extra(module: str, package: str, extra: s
         """
     )
     assert out.returncode == 0, out.stderr
-    assert f"pip install 'kag[{extra}]'" in out.stdout
+    assert f"pip install 'graph-kag[{extra}]'" in out.stdout

@@ -250,7 +250,7 @@ async def test_pdf_without_pypdf(
     path = tmp_path / "x.pdf"
     path.write_bytes(pdf_bytes(["text"]))
     monkeypatch.setitem(sys.modules, "pypdf", None)  # makes `import pypdf` fail
-    with pytest.raises(LoaderError, match=r"pip install kag\[pdf\]"):
+    with pytest.raises(LoaderError, match=r"pip install 'graph-kag\[pdf\]'"):
         await loader.load(path)
 
 

@@ -199,7 +199,7 @@ async def test_without_prometheus_client_metrics_is_501_naming_the_extra(
             search = await client.post("/search", json={"query": "Paris"})
     assert response.status_code == 501
     assert response.json()["error"] == {"type": "NotImplemented", "message": METRICS_MISSING}
-    assert "pip install 'kag[metrics]'" in METRICS_MISSING
+    assert "pip install 'graph-kag[metrics]'" in METRICS_MISSING
     assert search.status_code == 200  # everything else works, and is still logged
     assert [r.getMessage().split()[1:4] for r in caplog.records if r.name == "kag.server.access"] == [
         ["GET", "/metrics", "501"],
