@@ -31,6 +31,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -680,8 +681,29 @@ _COMMANDS = {
 }
 
 
+def _run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.command == "demo":
+        from kag.demo import main as demo_main
+
+        return int(demo_main(args.questions, kb_uri=check_kb_uri(args.kb)))
+    return asyncio.run(_COMMANDS[args.command](args, out, err))
+
+
+def _off_the_running_loop(call: Callable[[], int]) -> int:
+    """``call()`` here; inside a running event loop (a notebook cell), on a worker thread, which has none."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return call()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kag-cli") as pool:
+        return pool.submit(call).result()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``kag`` with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
+    """Run ``kag`` with ``argv`` (default ``sys.argv[1:]``); return the exit code.
+
+    It works inside a running event loop too (a notebook cell): the command then runs on a worker thread.
+    """
     parser = build_parser()
     try:
         args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
@@ -696,11 +718,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.getLogger("neo4j").setLevel(logging.CRITICAL)
     out, err = sys.stdout, sys.stderr
     try:
-        if args.command == "demo":
-            from kag.demo import main as demo_main
-
-            return int(demo_main(args.questions, kb_uri=check_kb_uri(args.kb)))
-        return asyncio.run(_COMMANDS[args.command](args, out, err))
+        return _off_the_running_loop(lambda: _run_command(args, out, err))
     except UsageError as exc:
         print(f"kag {args.command}: error: {exc}", file=err)
         return 2
