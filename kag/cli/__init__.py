@@ -37,7 +37,7 @@ from typing import Any, TextIO
 
 from kag.cli.train import add_train_parser, read_labelled_passages, train_command
 from kag.datamodels.text import pattern_text
-from kag.errors import ConfigError, KagError, UsageError
+from kag.errors import ConfigError, KagError, SchemaError, UsageError
 from kag.rag.loaders import Source
 from kag.server.service import Service
 from kag.server.specs import EXAMPLE_SCHEMAS, backend_name, check_kb_uri, default_kb_uri, public_uri
@@ -83,7 +83,8 @@ def _kb_options(parser: argparse.ArgumentParser, *, lm: bool = False, example: b
             "--lm",
             metavar="SPEC",
             default="lexical",
-            help="language model: lexical (offline, default), openai:MODEL[@BASE_URL], ollama:MODEL[@BASE_URL]",
+            help="language model: lexical (offline, default), local (the packaged model, offline; extra local), "
+            "llama:PATH.gguf (a GGUF file), openai:MODEL[@BASE_URL] ($OPENAI_API_KEY), ollama:MODEL[@BASE_URL]",
         )
 
 
@@ -366,6 +367,14 @@ def _as_source(text: str) -> Source:
     return path
 
 
+async def _check_schema_fits(service: Service) -> None:
+    """A store written with other models than ``--schema``'s is a usage error, as an unknown ``--label`` is."""
+    try:
+        await service.check_schema_fits()
+    except SchemaError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def _require_text(value: str, name: str) -> None:
     if not value.strip():
         raise UsageError(f"{name} must not be empty.")
@@ -400,8 +409,9 @@ async def _ingest(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if sources or args.text:
             if args.extract and service.lm_spec.kind == "lexical":
                 print(
-                    "note: the lexical model cannot extract facts from text; "
-                    "use --lm openai:MODEL or --lm ollama:MODEL with --extract.",
+                    "note: the lexical model cannot extract facts from text; with --extract use "
+                    "--lm local --examples FILE (the packaged model, offline, shown labelled passages), "
+                    "--lm openai:MODEL or --lm ollama:MODEL.",
                     file=err,
                 )
             progress = _progress_printer(err) if err.isatty() else None
@@ -466,6 +476,7 @@ async def _query(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     service = _service(args)
     try:
         await _prepare(service, args, err)
+        await _check_schema_fits(service)
         result = await service.ask(
             args.question, k=args.k, threshold=args.threshold, max_hops=args.max_hops, mode=args.mode
         )
@@ -510,6 +521,8 @@ async def _search(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             except KagError as exc:
                 raise UsageError(f"--label: {exc}") from None
         await _prepare(service, args, err)
+        if args.label is None:
+            await _check_schema_fits(service)
         hits = await service.search(args.text, k=args.k, label=args.label, where=args.where, mode=args.mode)
     finally:
         await service.aclose()

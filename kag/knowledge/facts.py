@@ -1,8 +1,9 @@
 """Graph facts for a question: find the entities it names, read their facts, rank them.
 
 The question's entity names are matched exactly (whole words, normalized) against the
-graph; each named entity's relations are read with an exact triplet search anchored on
-that entity; the facts are ranked by the similarity of their sentence
+graph; a query that names none whole but whose every word is a word of one name (``firmware``
+for ``Firmware team``) names that entity. Each named entity's relations are read with an exact
+triplet search anchored on that entity; the facts are ranked by the similarity of their sentence
 (``Paris is capital of France``) to the question.
 """
 
@@ -57,7 +58,9 @@ class FactFinder:
         """Up to ``k`` facts, best first; with a ``scope``, only entities mentioned by passages in it."""
         if not self.kb.schema.entity_labels:
             return []
-        refs = (await self.matcher()).find(query)
+        matcher = await self.matcher()
+        # a question names entities whole; a search of a word or two may name part of one ("firmware")
+        refs = matcher.find(query) or matcher.find_in_names(query)
         if scope and refs:
             allowed = await self.store.mentioned_by([r.id for r in refs], scope)
             refs = [r for r in refs if r.id in allowed]

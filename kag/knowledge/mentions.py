@@ -72,6 +72,7 @@ class EntityMatcher:
         # first word -> {word tuple -> [(entity id, label, normalized name, key text)], sorted by id}
         self._index: dict[str, dict[tuple[str, ...], list[tuple[str, str, str, str]]]] = {}
         self._names_of: dict[str, list[tuple[str, ...]]] = {}  # entity id -> the word tuples it is found by
+        self._by_word: dict[str, set[str]] = {}  # word -> ids of the entities with a name holding it
         self._max_words = 0
         self._size = 0
         for entity_id, label, names in entries:
@@ -99,12 +100,20 @@ class EntityMatcher:
         # by id: the same order however the matcher was built (at once or refreshed entity by entity)
         bisect.insort(bucket, (entity_id, label, norm, name if text is None else text))
         self._names_of.setdefault(entity_id, []).append(tokens)
+        for word in tokens:
+            self._by_word.setdefault(word, set()).add(entity_id)
         self._max_words = max(self._max_words, len(tokens))
         self._size += 1
 
     def remove(self, entity_id: str) -> None:
         """Stop recognizing an entity (nothing when it is not known)."""
         for tokens in self._names_of.pop(entity_id, ()):
+            for word in tokens:
+                ids = self._by_word.get(word)
+                if ids is not None:
+                    ids.discard(entity_id)
+                    if not ids:
+                        del self._by_word[word]
             by_tokens = self._index[tokens[0]]
             bucket = [e for e in by_tokens[tokens] if e[0] != entity_id]
             self._size -= len(by_tokens[tokens]) - len(bucket)
@@ -139,6 +148,25 @@ class EntityMatcher:
                         break
             i += matched or 1
         return list(found.values())
+
+    def find_in_names(self, text: str) -> list[EntityMention]:
+        """Entities with a name that holds every word of ``text`` (``firmware`` in ``Firmware team``), by id.
+
+        For a search of a word or two that names no entity whole (:meth:`find` finds nothing there):
+        every word must be a whole word of one name, so a sentence matches nothing.
+        """
+        query = set(words(normalize_text(text)))
+        if not query or not self._size:
+            return []
+        ids = set.intersection(*(self._by_word.get(word, set()) for word in query))
+        found = []
+        for entity_id in sorted(ids):
+            for tokens in self._names_of[entity_id]:
+                if query <= set(tokens):
+                    entry = next(e for e in self._index[tokens[0]][tokens] if e[0] == entity_id)
+                    found.append(EntityMention(entity_id, entry[1], entry[2], entry[3]))
+                    break
+        return found
 
     def entity_ids(self, text: str) -> list[str]:
         """Ids of the entities named in ``text``."""

@@ -38,6 +38,7 @@ from kag.server.specs import (
     backend_name,
     build_language_model,
     check_kb_uri,
+    check_lm_credentials,
     default_kb_uri,
     load_schema,
     parse_lm_spec,
@@ -140,6 +141,7 @@ class Service:
         spec = schema if isinstance(schema, SchemaSpec) else load_schema(schema)
         target = check_kb_uri(uri if uri is not None else default_kb_uri())
         lm_spec = lm if isinstance(lm, LMSpec) else parse_lm_spec(lm)
+        check_lm_credentials(lm_spec)  # a missing key is said now, not after the first connection attempts
         if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 50:
             raise UsageError(f"--chunk-size must be an integer >= 50, got {chunk_size!r}.")
         overlap = chunk_overlap if chunk_overlap is not None else min(150, chunk_size // 5)
@@ -220,6 +222,27 @@ class Service:
                 f"unknown entity label {label!r}; allowed labels: {', '.join(self.schema.entity_labels)} (or '*')."
             )
         return label
+
+    async def check_schema_fits(self) -> None:
+        """Refuse a store none of whose entities has a label of the schema (the wrong ``--schema``).
+
+        Searching such a store with this schema could only find nothing; this says why instead.
+
+        Raises:
+            SchemaError: naming the labels stored (where the backend can tell) and the labels declared.
+        """
+        counts = await self.kb.counts()
+        declared = self.schema.entity_labels
+        if counts.get("nodes", 0) == 0 or any(counts.get(label, 0) for label in declared):
+            return
+        known = {"nodes", "relations", *declared, *self.schema.relation_labels}
+        stored = [label for label in counts if label not in known]
+        theirs = f"; its labels are {', '.join(stored)}" if stored else ""
+        raise SchemaError(
+            f"the knowledge base holds {counts['nodes']} entities and none has a label of the schema "
+            f"{self.schema_source} (allowed labels: {', '.join(declared)}){theirs}: give --schema with the "
+            "models it was written with (package.module or package.module:ATTR)."
+        )
 
     async def counts(self) -> dict[str, int]:
         """Node and relation counts (per label and in total) plus documents, chunks and mentions."""

@@ -252,6 +252,24 @@ def parse_lm_spec(spec: str | None) -> LMSpec:
     return LMSpec(kind, model.strip(), base_url.strip() or None)
 
 
+def check_lm_credentials(spec: LMSpec) -> None:
+    """Refuse, before anything connects, a model that cannot answer: ``openai:MODEL`` on api.openai.com
+    without ``$OPENAI_API_KEY`` (a server of your own, ``openai:MODEL@URL``, may need no key).
+
+    Raises:
+        UsageError: the key is missing, with what to do about it.
+    """
+    if spec.kind != "openai" or os.environ.get("OPENAI_API_KEY"):
+        return
+    host = urlsplit(spec.base_url).hostname if spec.base_url else "api.openai.com"
+    if host == "api.openai.com":
+        raise UsageError(
+            f"--lm {spec}: api.openai.com needs an API key, and OPENAI_API_KEY is not set: export it "
+            f"(kag never takes keys on the command line), or name a server of your own with "
+            f"--lm openai:{spec.model}@http://HOST:PORT/v1, or use --lm local (offline)."
+        )
+
+
 def build_language_model(spec: LMSpec | str | None, kb: KnowledgeBase) -> LanguageModel:
     """The language model of a ``--lm`` value (``lexical`` looks names up in ``kb``).
 
