@@ -459,6 +459,26 @@ async def _ingest(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 f"{len(x['failed_chunks'])} failed",
                 file=out,
             )
+            kinds: dict[str, int] = {}
+            for item in x["unresolved"]:
+                kinds[item.get("kind") or "other"] = kinds.get(item.get("kind") or "other", 0) + 1
+            why = {
+                "no_entity": "an end matched no entity: name it in full in the chunk, or add the entity first",
+                "no_shared_sentence": "no sentence names both ends: state the relation in one sentence",
+                "unstated_name": "an end the chunk does not write: check the labelled passages' names",
+                "same_entity": "the same entity on both sides",
+                "invalid": "the relation's model refused it",
+            }
+            for kind, count in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])):
+                print(f"    not written: {count} ({kind}) {why.get(kind, '')}".rstrip(), file=out)
+            for c in x.get("chunk_reports", [])[:10]:
+                refused = ", ".join(f"{n} by {g}" for g, n in sorted(c["refused"].items())) or "none"
+                print(
+                    f"    chunk {c['chunk_id'][:12]}: {c['proposed']} proposed, refused {refused}, "
+                    f"{c['resolved']} resolved, {c['written']} written, {c['seconds']:.1f} s"
+                    + (f", failed: {c['error'][:80]}" if c.get("error") else ""),
+                    file=out,
+                )
             for item in x["unresolved"][:10]:
                 print(f"    unresolved {item['label']}: {item['reason']}", file=out)
         print(f"  counts    : {_counts_line(report['counts'])}", file=out)

@@ -5,6 +5,12 @@
 saved with; ``--example`` loads a bundled dataset first), fits it and writes the variables
 (``Program.load_variables`` reads them back). Each data line is ``{"x": {...}, "y": {...}}``
 (``input``/``output`` are accepted too); a bad line is reported with its number.
+
+An extraction program (one whose output is a ``KnowledgeExtractor``'s ``ExtractionReport``) trains
+on labelled passages, the same JSONL as ``kag ingest --extract --examples``: each ``x`` a passage's
+``text``, each ``y`` its ``entities`` and ``relations``. The reward is ``relation_f1``, the labelled
+passages are the optimizer's teacher (:class:`~kag.programs.extractor.LabelledPassages`), so the
+optimizer chooses which of them each chunk is shown, and nothing is written to the knowledge base.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from kag.errors import ConfigError, UsageError
+from kag.programs.extractor import ExtractionReport, LabelledPassages, training_data
 from kag.programs.program import Program
 from kag.server.service import Service
 from kag.training.optimizers import get_optimizer
@@ -24,7 +31,7 @@ from kag.training.rewards import get_reward
 __all__ = ["add_train_parser", "read_dataset", "train_command"]
 
 OPTIMIZERS = ("bootstrap_few_shot", "random_few_shot", "knn_few_shot")
-REWARDS = ("exact_match", "f1")
+REWARDS = ("exact_match", "f1", "relation_f1")
 
 
 def add_train_parser(sub: Any, kb_options: Any, positive_int: Any, unit: Any) -> None:
@@ -36,7 +43,9 @@ def add_train_parser(sub: Any, kb_options: Any, positive_int: Any, unit: Any) ->
     kb_options(train, lm=True, example=True)
     train.set_defaults(lm=None)  # keep the program's own model unless --lm is given
     train.add_argument("--optimizer", choices=OPTIMIZERS, default="bootstrap_few_shot", help="(default %(default)s)")
-    train.add_argument("--reward", choices=REWARDS, default="f1", help="(default %(default)s)")
+    train.add_argument(
+        "--reward", choices=REWARDS, default=None, help="(default: relation_f1 for an extraction program, else f1)"
+    )
     train.add_argument("--epochs", type=positive_int, default=2, metavar="N", help="(default %(default)s)")
     train.add_argument("--batch-size", type=positive_int, default=16, metavar="N", help="(default %(default)s)")
     train.add_argument("--demos", type=positive_int, default=4, metavar="N", help="demos per module (default 4)")
@@ -110,7 +119,14 @@ async def _train(args: argparse.Namespace, out: TextIO, err: TextIO, service: Se
         if hasattr(optimizer, attribute):
             setattr(optimizer, attribute, args.demos)
     optimizer.seed = args.seed
-    program.compile(reward=get_reward(args.reward), optimizer=optimizer, concurrency=args.concurrency)
+    reward = args.reward or "f1"
+    if _extracts(program):
+        pairs = _labelled_pairs(Path(args.data), x, y)
+        x, y = training_data(pairs)
+        reward = args.reward or "relation_f1"
+        # the labelled passages make the training runs: the optimizer chooses which each chunk is shown
+        optimizer.teacher = LabelledPassages(pairs)
+    program.compile(reward=get_reward(reward), optimizer=optimizer, concurrency=args.concurrency)
     split = args.validation_split if 0.0 < args.validation_split < 1.0 else None
     history = await program.fit(
         x,
@@ -130,6 +146,29 @@ async def _train(args: argparse.Namespace, out: TextIO, err: TextIO, service: Se
         print(f"epoch {epoch + 1}: {shown}", file=out)
     print(f"wrote {args.out}", file=out)
     return 0
+
+
+def _extracts(program: Program) -> bool:
+    """Whether ``program``'s output is an extraction report (a ``KnowledgeExtractor`` program)."""
+    try:
+        return issubclass(program.output_model(), ExtractionReport)
+    except Exception:  # a program with several outputs: fit refuses it with its own message
+        return False
+
+
+def _labelled_pairs(path: Path, x: list[Any], y: list[Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The data lines of an extraction program as ``(passage, extraction)`` pairs; a ``y`` may give
+    the labelled ``relations`` (and ``entities``) or the report's ``extracted`` list."""
+    pairs = []
+    for number, (given, wanted) in enumerate(zip(x, y, strict=True), 1):
+        relations = wanted.get("relations", wanted.get("extracted"))
+        if not isinstance(given.get("text"), str) or not isinstance(relations, list):
+            raise UsageError(
+                f'{path}: example {number}: an extraction program trains on labelled passages: {{"x": {{"text": '
+                '...}, "y": {"entities": [...], "relations": [...]}}.'
+            )
+        pairs.append((given["text"], {"entities": list(wanted.get("entities", [])), "relations": relations}))
+    return pairs
 
 
 def _rows(history: dict[str, list[Any]]) -> list[dict[str, Any]]:

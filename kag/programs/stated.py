@@ -10,15 +10,19 @@ decodes under a grammar, :func:`stated_schema` turns the extraction schema into 
 from __future__ import annotations
 
 import copy
+import itertools
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kag.lm.guards import text_spans, text_words
 from kag.lm.lexical.text import split_identifier
+from kag.text import normalize_text
 
 __all__ = [
+    "full_names",
     "is_stated",
+    "name_aliases",
     "name_spans",
     "relation_words",
     "sentence_of",
@@ -26,6 +30,7 @@ __all__ = [
     "stated_numbers",
     "stated_schema",
     "states_name",
+    "supporting_sentence",
 ]
 
 # short lowercase words inside a name ("Bosnia and Herzegovina", "Rio de Janeiro")
@@ -99,18 +104,27 @@ def is_stated(text: str, value: Any) -> bool:
     return False
 
 
+def _word_set(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
 # a sentence ends at . ! ? followed by a space and a capital (or the end); "St. Louis" stays whole
+_ABBREVIATIONS = _word_set(
+    "St. Mt. Ft. Pt. Dr. Mr. Mrs. Ms. Jr. Sr. Co. Inc. Ltd. No. Nr. Vol. Fig. Gen. Col. Gov. Rev. Prof. "
+    "Sgt. Ave. Rd. Jan. Feb. Mar. Apr. Jun. Jul. Aug. Sep. Sept. Oct. Nov. Dec. Mon. Tue. Wed. Thu. Fri. "
+    "Sat. Sun."
+)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])|\n{2,}")
 
 
 def sentences(text: str) -> list[str]:
     """The passage's sentences (split after . ! ? before a capital, and at blank lines; an
-    abbreviation such as "St." or "Mt." does not end one)."""
+    abbreviation such as "St.", "Mt." or "Dr." does not end one, a word such as "May." does)."""
     out: list[str] = []
     for part in (p.strip() for p in _SENTENCE.split(text)):
         if not part:
             continue
-        if out and re.fullmatch(r"[A-Z][a-z]{0,2}\.", out[-1].rsplit(" ", 1)[-1]):
+        if out and out[-1].rsplit(" ", 1)[-1] in _ABBREVIATIONS:
             out[-1] = f"{out[-1]} {part}"
         else:
             out.append(part)
@@ -127,6 +141,108 @@ def sentence_of(text: str, *names: str) -> str | None:
         if all(states_name(sentence, name) for name in names):
             return sentence
     return None
+
+
+# words inside a full name ("Maria de la Cruz", "Ludwig van Beethoven"); "and" joins two names
+_NAME_CONNECTORS = frozenset({"of", "de", "la", "le", "da", "do", "du", "del", "di", "van", "von", "bin", "al"})
+# capitalized words that open a sentence or clause but no name ("The Hardware team", "At Norvale")
+_NOT_NAME_START = _word_set(
+    "the a an at in on of since after before when while during his her its their our my your this that "
+    "these those two three four five several both each every all some many most and but or so as for from "
+    "with by to it he she they we i there here then also"
+)
+_POSSESSIVE = re.compile(r"['’]s$")
+
+
+def full_names(text: str) -> list[str]:
+    """The names of two or more capitalized words that ``text`` writes, once each, in order.
+
+    A run of capitalized words within a clause ("Maria Kowalski", "Data Engineering"), without a
+    sentence-opening word ("The Billing team" is no full name) or a possessive ("Akira's").
+    """
+    out: dict[str, None] = {}
+    for part in _BREAK.split(text):
+        run: list[str] = []
+        for word in [*text_words(part), ""]:
+            stem = _POSSESSIVE.sub("", word)
+            inside = bool(run) and word.casefold() in _NAME_CONNECTORS
+            if word and (_capital(word) or inside) and stem == word:
+                run.append(word)
+                continue
+            if word and _capital(word) and stem != word:
+                run.append(stem)  # "Grace Liu's team": the name ends at the possessive
+                word = ""
+            while run and (run[0].casefold() in _NOT_NAME_START or run[0].casefold() in _NAME_CONNECTORS):
+                run.pop(0)
+            while run and run[-1].casefold() in _NAME_CONNECTORS:
+                run.pop()
+            if len(run) >= 2:
+                out.setdefault(" ".join(run), None)
+            run = [word] if word and _capital(word) else []
+    return list(out)
+
+
+def name_aliases(text: str) -> dict[str, str]:
+    """The short names ``text`` uses for a full name it writes: ``{folded short name: full name}``.
+
+    A name introduced once and then used by its first (or last) word ("Tomasz Wiśniewski ...
+    report to Tomasz") is one entity. A short name that could be two full names of the passage, or
+    that is a full name itself, maps to nothing.
+    """
+    names = full_names(text)
+    folded_names = {normalize_text(n) for n in names}
+    found: dict[str, set[str]] = {}
+    for name in names:
+        words = name.split()
+        for short in {words[0], words[-1]}:
+            found.setdefault(normalize_text(short), set()).add(name)
+    return {
+        short: next(iter(fulls))
+        for short, fulls in found.items()
+        if len(fulls) == 1 and short not in folded_names and short not in _NOT_NAME_START
+    }
+
+
+_PRONOUNS = _word_set("he she it they him her them his hers its their theirs himself herself itself themselves")
+
+
+def _names_any(sentence: str, forms: Sequence[str]) -> bool:
+    return any(states_name(sentence, form) for form in forms)
+
+
+def supporting_sentence(text: str, subject_forms: Sequence[str], object_forms: Sequence[str]) -> str | None:
+    """The sentence of ``text`` a relation between two entities is read from, or None.
+
+    Each end is given as the forms the passage may write it in (its full name and its short
+    names). The first sentence that writes both ends; else the first that writes one end after a
+    pronoun for the other ("She reports to Akira"), the other named in the sentence before it.
+    """
+    parts = sentences(text)
+    for sentence in parts:
+        if _names_any(sentence, subject_forms) and _names_any(sentence, object_forms):
+            return sentence
+    for before, sentence in itertools.pairwise(parts):
+        if (_refers_before(sentence, subject_forms) and _names_any(before, object_forms)) or (
+            _refers_before(sentence, object_forms) and _names_any(before, subject_forms)
+        ):
+            return sentence
+    return None
+
+
+def _refers_before(sentence: str, forms: Sequence[str]) -> bool:
+    """Whether ``sentence`` names one of ``forms`` with a pronoun before it ("She reports to Akira"):
+    a pronoun after the name ("Felix joined; he works with Jamal") is the name itself."""
+    words = [w.casefold() for w in text_words(sentence)]
+    named = [
+        i
+        for form in forms
+        for size in [len(text_words(form))]
+        for i in range(len(words) - size + 1)
+        if size and words[i : i + size] == [w.casefold() for w in text_words(form)]
+    ]
+    if not named:
+        return False
+    return any(w in _PRONOUNS for w in words[: min(named)])
 
 
 _SMALL = frozenset({"is", "has", "have", "of", "in", "to", "by", "at", "on", "for", "the", "a", "an", "and", "with"})

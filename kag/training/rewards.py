@@ -32,6 +32,7 @@ __all__ = [
     "ExactMatch",
     "FunctionReward",
     "LMAsJudge",
+    "RelationF1",
     "Reward",
     "check_reward_value",
     "get_reward",
@@ -250,16 +251,71 @@ class FunctionReward(Reward):
         return self.function({f: y_true.get(f) for f in names}, {f: y_pred.get(f) for f in names})
 
 
+def _relation_key(item: Any) -> str | None:
+    """A relation (``{"label", "subject": {"label", "name"}, "object": {...}}``) as a comparable key."""
+    if not isinstance(item, Mapping):
+        return None
+    subject, obj = item.get("subject"), item.get("object")
+    if not isinstance(subject, Mapping) or not isinstance(obj, Mapping):
+        return None
+    return json.dumps(
+        [
+            str(item.get("label", "")),
+            str(subject.get("label", "")),
+            normalize_text(str(subject.get("name", ""))),
+            str(obj.get("label", "")),
+            normalize_text(str(obj.get("name", ""))),
+        ]
+    )
+
+
+class RelationF1(Reward):
+    """F1 of extracted relations against the labelled ones (graph extraction).
+
+    Each relation is compared by its label and its ends' labels and names (folded: case, accents
+    and spacing aside), as sets: a relation found twice counts once. Compares the ``field`` of both
+    sides (default ``extracted``, a ``KnowledgeExtractor``'s :class:`ExtractionReport` field); two
+    empty sets score 1.0 (nothing stated, nothing found).
+    """
+
+    default_name = "relation_f1"
+
+    def __init__(self, field: str = "extracted", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if not isinstance(field, str) or not field:
+            raise ConfigError(f"field must be a field name, got {field!r}.")
+        self.field = field
+
+    def compute(self, y_true: Mapping[str, Any], y_pred: Mapping[str, Any]) -> float:
+        want, got = y_true.get(self.field), y_pred.get(self.field)
+        if not isinstance(want, list | tuple):
+            raise RewardError(f"reward {self.name!r}: the label has no list {self.field!r} of relations.")
+        expected = {k for k in map(_relation_key, want) if k is not None}
+        found = {k for k in map(_relation_key, got if isinstance(got, list | tuple) else []) if k is not None}
+        if not expected and not found:
+            return 1.0
+        overlap = len(expected & found)
+        if not overlap:
+            return 0.0
+        precision, recall = overlap / len(found), overlap / len(expected)
+        return 2 * precision * recall / (precision + recall)
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "field": self.field}
+
+
 _NAMED: dict[str, Callable[[], Reward]] = {
     "exact_match": ExactMatch,
     "accuracy": lambda: ExactMatch(name="accuracy"),
     "f1": AnswerSetF1,
     "answer_set_f1": AnswerSetF1,
+    "relation_f1": RelationF1,
 }
 
 
 def get_reward(spec: Any, what: str = "reward") -> Reward:
-    """A :class:`Reward` from a reward, a name (``"exact_match"``, ``"accuracy"``, ``"f1"``) or a callable."""
+    """A :class:`Reward` from a reward, a name (``"exact_match"``, ``"accuracy"``, ``"f1"``,
+    ``"relation_f1"``) or a callable."""
     if isinstance(spec, Reward):
         return spec
     if isinstance(spec, str):
