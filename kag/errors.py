@@ -224,5 +224,32 @@ class RewardError(TrainingError):
     """A reward returned something that is not a number in [0, 1] (NaN, a string, 1.5...)."""
 
 
-class CheckpointError(TrainingError):
-    """A training checkpoint or variables file cannot be written or read (the path, and why)."""
+class CheckpointError(KagError, OSError):
+    """A training checkpoint, variables file or training log cannot be written or read (the path, and why).
+
+    An I/O error (``OSError``), not a ``ValueError``: the data is fine, the file is not.
+    """
+
+
+class FileWriteError(StoreError, OSError):
+    """A file kag saves for a user could not be written (folder missing, disk full, no permission).
+
+    The previous version of the file, if any, is left whole (saves are atomic).
+    """
+
+
+class WriteTimeoutError(BackendUnavailableError, TimeoutError):
+    """A write to the graph backend did not finish within its deadline (``write_timeout``).
+
+    It may or may not have been written: a transaction that reached the server before the
+    deadline can still commit. kag's writes are idempotent (``MERGE`` by id), so retrying the
+    same call is safe and converges.
+    """
+
+
+class EventLoopError(KagError, RuntimeError):
+    """An object was used from two running event loops at once (threads, nested ``asyncio.run``).
+
+    Use it from one loop at a time (one ``asyncio.run`` after another is fine), or give each
+    loop its own ``KnowledgeBase``.
+    """

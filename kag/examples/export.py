@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kag.datamodels.schema import GraphSchema, provider_schema
+from kag.files import atomic_write_text
 from kag.query.triplet import triplet_chain_schema, triplet_search_schema
 
 
@@ -33,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, schema in example_schemas().items():
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(render(schema), encoding="utf-8")
+        atomic_write_text(path, render(schema))
         print(f"wrote {path}")
     return 0
 

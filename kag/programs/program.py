@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from kag.errors import ConfigError, InvalidInputError, TrainingError
+from kag.files import atomic_write_text
 from kag.programs.module import (
     Input,
     Module,
@@ -346,10 +347,14 @@ class Program(Trainer, Module):
         )
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write :meth:`get_config` as JSON to ``path``."""
-        target = Path(path)
-        target.write_text(json.dumps(self.get_config(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        return target
+        """Write :meth:`get_config` as JSON to ``path``, atomically: a reader, or a process killed
+        mid-save, sees the previous file or the new one, never part of either.
+
+        Raises:
+            FileWriteError: the folder is missing or the file cannot be written (the old one is intact).
+        """
+        text = json.dumps(self.get_config(), indent=2, ensure_ascii=False) + "\n"
+        return atomic_write_text(Path(path), text)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], **runtime: Any) -> Program:

@@ -144,12 +144,12 @@ def property_name(field: str) -> str:
 
 def _split_field(field: str) -> list[str]:
     if not isinstance(field, str) or not field:
-        raise InvalidInputError(f"filter field {field!r} must be a non-empty string.")
+        raise InvalidInputError(f"filter field {shown(field)} must be a non-empty string.")
     parts = field.split(".")
     for i, part in enumerate(parts):
         if not _is_segment(part, first=i == 0, last=i == len(parts) - 1):
             raise InvalidInputError(
-                f"filter field {field!r}: segment {part!r} is not allowed; each dot-separated "
+                f"filter field {shown(field)}: segment {shown(part)} is not allowed; each dot-separated "
                 "segment must match ^[A-Za-z_][A-Za-z0-9_]{0,63}$, must not contain '__', and "
                 "only the first may start (only the last may end) with '_'."
             )
@@ -158,10 +158,27 @@ def _split_field(field: str) -> list[str]:
 
 # --------------------------------------------------------------------------- validation
 
+SHOWN_CHARS = 80
+"""How much of a rejected value an error message quotes (a 200k-value ``$in`` must not make a MB-sized message)."""
+
+
+def shown(value: Any, limit: int = SHOWN_CHARS) -> str:
+    """``repr(value)`` cut to ``limit`` characters, saying how long it was (lists: how many items)."""
+    if isinstance(value, list | tuple | Mapping) and len(value) > limit:
+        # repr of a huge operand costs memory and time before it is cut: show its head only
+        head = list(value)[:8] if not isinstance(value, Mapping) else list(value.items())[:8]
+        text = repr(head)
+    else:
+        text = repr(value)
+    if len(text) <= limit and not (isinstance(value, list | tuple | Mapping) and len(value) > limit):
+        return text
+    size = f"{len(value)} items" if isinstance(value, list | tuple | Mapping) else f"{len(text)} characters"
+    return f"{text[:limit]}... ({type(value).__name__} of {size})"
+
 
 def _check_value(value: Any, op: str, field: str) -> None:
     def bad(expected: str) -> InvalidInputError:
-        return InvalidInputError(f"filter {field!r}: {op} expects {expected}, got {value!r}. {_SUPPORTED}.")
+        return InvalidInputError(f"filter {shown(field)}: {op} expects {expected}, got {shown(value)}. {_SUPPORTED}.")
 
     if op == "$exists":
         if not isinstance(value, bool):
@@ -230,24 +247,24 @@ def _validate(where: Any, depth: int, max_depth: int = MAX_FILTER_DEPTH, budget:
         )
     for key, value in where.items():
         if not isinstance(key, str):
-            raise InvalidInputError(f"filter keys must be strings, got {key!r}.")
+            raise InvalidInputError(f"filter keys must be strings, got {shown(key)}.")
         if key in COMBINATORS:
             if not isinstance(value, list | tuple) or not value:
-                raise InvalidInputError(f"{key} takes a non-empty list of filters, got {value!r}.")
+                raise InvalidInputError(f"{key} takes a non-empty list of filters, got {shown(value)}.")
             for sub in value:
                 _count(budget)
                 _validate(sub, depth + 1, max_depth, budget)
             continue
         if key.startswith("$"):
-            raise InvalidInputError(f"unknown filter operator {key!r} at the top level. {_SUPPORTED}.")
+            raise InvalidInputError(f"unknown filter operator {shown(key)} at the top level. {_SUPPORTED}.")
         _split_field(key)
         _count(budget)
         if isinstance(value, Mapping):
             if not value:
-                raise InvalidInputError(f"filter {key!r}: empty operator dict. {_SUPPORTED}.")
+                raise InvalidInputError(f"filter {shown(key)}: empty operator dict. {_SUPPORTED}.")
             for op, operand in value.items():
                 if op not in OPERATORS:
-                    raise InvalidInputError(f"filter {key!r}: unknown operator {op!r}. {_SUPPORTED}.")
+                    raise InvalidInputError(f"filter {shown(key)}: unknown operator {shown(op)}. {_SUPPORTED}.")
                 _check_value(operand, op, key)
         else:
             _check_value(value, "$eq", key)

@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import csv
 import inspect
+import io
 import math
 import os
+import re
+import string
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kag.errors import CheckpointError, ConfigError, TrainingError
+from kag.errors import CheckpointError, ConfigError, StoreError, TrainingError
+from kag.files import atomic_write_text
 
 __all__ = [
     "CSVLogger",
@@ -30,6 +34,7 @@ __all__ = [
 ]
 
 Logs = dict[str, Any]
+OPTIMIZER_LOGS = ("candidates", "explored", "found")  # keys optimizers add to an epoch's logs
 HOOKS = ("on_train_begin", "on_train_end", "on_epoch_begin", "on_epoch_end", "on_batch_begin", "on_batch_end")
 
 
@@ -136,8 +141,11 @@ class ProgramCheckpoint(Callback):
         mode: ``"max"`` (rewards) or ``"min"``.
         save_program: write the whole program (``program.save``) instead of its variables.
 
-    Files are replaced atomically, so an interrupted ``fit`` leaves the last checkpoint whole.
-    A path that cannot be written is refused before the first epoch.
+    Files are replaced atomically (:mod:`kag.files`), so a ``fit`` interrupted or killed at any
+    moment leaves the last checkpoint whole. The path is checked before the first model call: a
+    missing or read-only folder, a path that is a directory, and a ``{field}`` that is not a log
+    key or does not format are refused with a :class:`~kag.errors.CheckpointError` naming the file.
+    A folder removed during ``fit`` is a ``CheckpointError`` at the next save.
     """
 
     def __init__(
@@ -161,16 +169,44 @@ class ProgramCheckpoint(Callback):
     def _path(self, epoch: int, logs: Mapping[str, Any]) -> Path:
         try:
             return Path(self.filepath.format(epoch=epoch + 1, **logs))
-        except (KeyError, IndexError, ValueError) as exc:
+        except (KeyError, IndexError, ValueError, TypeError, AttributeError) as exc:
             raise CheckpointError(f"checkpoint filepath {self.filepath!r} cannot be formatted: {exc}") from exc
+
+    def _log_keys(self) -> list[str]:
+        """The keys ``fit`` logs at an epoch's end (for checking ``{field}``s before training)."""
+        names = ["reward", "errors", *(getattr(m, "name", "") for m in getattr(self.program, "_metrics", ()))]
+        keys = [*names, *OPTIMIZER_LOGS]
+        if self.params.get("validation"):
+            keys += [f"val_{name}" for name in names]
+        return keys
+
+    def _check_template(self) -> Path:
+        """The path of the first epoch, formatted with stand-in values; refuses unknown or bad fields."""
+        try:
+            fields = {name for _, name, _, _ in string.Formatter().parse(self.filepath) if name}
+        except ValueError as exc:
+            raise CheckpointError(f"checkpoint filepath {self.filepath!r} cannot be formatted: {exc}.") from exc
+        allowed = ["epoch", *self._log_keys()]
+        unknown = sorted(f for f in fields if re.split(r"[.\[]", f, maxsplit=1)[0] not in allowed)
+        if unknown:
+            raise CheckpointError(
+                f"checkpoint filepath {self.filepath!r} names {unknown}, which fit() does not log; "
+                f"use {{epoch}} or one of {allowed[1:]}."
+            )
+        return self._path(0, {key: 0.5 for key in allowed[1:]})
 
     def on_train_begin(self, logs: Logs | None = None) -> None:
         _check_monitor(self.monitor, self.params, "ProgramCheckpoint")
-        parent = Path(self.filepath).parent
+        first = self._check_template()
+        parent = first.parent
         if not parent.is_dir():
             raise CheckpointError(f"cannot write checkpoints to {self.filepath!r}: {parent} is not a directory.")
         if not os.access(parent, os.W_OK):
             raise CheckpointError(f"cannot write checkpoints to {self.filepath!r}: {parent} is not writable.")
+        if first.is_dir():
+            raise CheckpointError(
+                f"cannot write checkpoint {str(first)!r}: it is a directory; give a file name (e.g. {first}/ckpt.json)."
+            )
 
     def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
         logs = logs or {}
@@ -187,8 +223,13 @@ class ProgramCheckpoint(Callback):
                 self.program.save(path)
             else:
                 self.program.save_variables(path)
-        except OSError as exc:
-            raise CheckpointError(f"cannot write checkpoint {str(path)!r}: {exc}") from exc
+        except CheckpointError:
+            raise
+        except (OSError, StoreError) as exc:  # a folder removed mid-fit, a full disk: the last checkpoint is whole
+            raise CheckpointError(
+                f"cannot write checkpoint {str(path)!r}: {exc} The previous checkpoint is unchanged; "
+                "make the folder writable again and re-run fit from it (load_variables)."
+            ) from exc
         self.saved.append(path)
 
 
@@ -245,31 +286,52 @@ class EarlyStopping(Callback):
 
 
 class CSVLogger(Callback):
-    """Writes one CSV row per epoch (``epoch`` then the logs, columns fixed by the first epoch)."""
+    """Writes one CSV row per epoch (``epoch`` then the logs, columns fixed by the first epoch).
+
+    The file is rewritten atomically after each epoch (:mod:`kag.files`): a ``fit`` killed at
+    any moment leaves it with every finished epoch's row, never a torn line.
+    """
 
     def __init__(self, filename: str | os.PathLike[str], *, append: bool = False) -> None:
         super().__init__()
         self.filename = Path(filename)
         self.append = bool(append)
         self._keys: list[str] | None = None
+        self._text = ""  # the file as written so far (rewritten whole, atomically, each epoch)
+
+    def _write(self, text: str) -> None:
+        try:
+            atomic_write_text(self.filename, text)
+        except (OSError, StoreError) as exc:
+            raise CheckpointError(f"cannot write the training log {str(self.filename)!r}: {exc}") from exc
+        self._text = text
 
     def on_train_begin(self, logs: Logs | None = None) -> None:
         if not self.filename.parent.is_dir():
             raise CheckpointError(f"cannot write {str(self.filename)!r}: {self.filename.parent} is not a directory.")
+        if self.filename.is_dir():
+            raise CheckpointError(f"cannot write {str(self.filename)!r}: it is a directory; give a file name.")
         self._keys = None
-        if not self.append:
-            self.filename.write_text("", encoding="utf-8")
+        previous = ""
+        if self.append and self.filename.exists():
+            try:
+                previous = self.filename.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise CheckpointError(f"cannot append to {str(self.filename)!r}: {exc}") from exc
+            if previous and not previous.endswith("\n"):
+                previous += "\n"
+        self._write(previous)
 
     def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
         logs = {k: v for k, v in (logs or {}).items() if isinstance(v, int | float | str)}
-        new_file = not self.filename.exists() or self.filename.stat().st_size == 0
         if self._keys is None:
             self._keys = sorted(logs)
-        with self.filename.open("a", newline="", encoding="utf-8") as handle:
-            writer = csv.writer(handle)
-            if new_file:
-                writer.writerow(["epoch", *self._keys])
-            writer.writerow([epoch, *(logs.get(k, "") for k in self._keys)])
+        rows = io.StringIO()
+        writer = csv.writer(rows)
+        if not self._text:
+            writer.writerow(["epoch", *self._keys])
+        writer.writerow([epoch, *(logs.get(k, "") for k in self._keys)])
+        self._write(self._text + rows.getvalue())
 
 
 class ProgressBar(Callback):

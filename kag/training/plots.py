@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kag.errors import ConfigError, MissingDependencyError
+from kag.files import atomic_write_text
 from kag.version import pip_install
 
 __all__ = ["ProgramPicture", "plot_history", "plot_program"]
@@ -68,10 +69,8 @@ class ProgramPicture:
         return self.svg
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the SVG to ``path``."""
-        target = Path(path)
-        target.write_text(self.svg, encoding="utf-8")
-        return target
+        """Write the SVG to ``path`` (atomically)."""
+        return atomic_write_text(Path(path), self.svg)
 
 
 _BOX_W, _BOX_H, _GAP_X, _GAP_Y, _PAD = 210, 64, 60, 22, 16
