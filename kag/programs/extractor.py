@@ -385,8 +385,8 @@ def describe_schema(schema: GraphSchema) -> str:
         lines.append(f"- {label}" + (f": {doc[0]}" if doc and model.__doc__ != Entity.__doc__ else ""))
     lines.append("Relation labels (subject -> object):")
     for label, spec in schema.relations.items():
-        doc = _relation_doc(spec.model)
-        lines.append(f"- {label}: {spec.arrow()}" + (f". {doc}" if doc else ""))
+        said = _relation_doc(spec.model)
+        lines.append(f"- {label}: {spec.arrow()}" + (f". {said}" if said else ""))
     return "\n".join(lines)
 
 

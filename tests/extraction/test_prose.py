@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ import kag
 from kag.cli import main
 from kag.datamodels.documents import Chunk
 from kag.lm import ScriptedLM
-from kag.lm.base import Message
+from kag.lm.base import BaseLanguageModel, Message
 from kag.lm.openai import OpenAICompatibleLM
 from kag.programs.extractor import (
     KnowledgeExtractor,
@@ -173,28 +172,24 @@ ORG_PASSAGES: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-class ShownOrNothing:
+class ShownOrNothing(BaseLanguageModel):
     """A deterministic model: it extracts a passage right only when the prompt shows a worked example."""
 
-    name = "shown-or-nothing"
-
     def __init__(self, answers: dict[str, dict[str, Any]]) -> None:
+        super().__init__()
         self.answers = answers
-        self.calls = 0
 
-    async def generate(
-        self, messages: Sequence[Message], schema: Any, *, validate: Any = None, schema_name: str = "output"
-    ) -> dict[str, Any]:
-        self.calls += 1
-        passage = messages[-1]["content"].split("\n", 1)[1]
-        shown = any(m["role"] == "assistant" for m in messages)
-        answer = self.answers[passage] if shown else {"entities": [], "relations": []}
-        if validate is not None:
-            validate(answer)
-        return answer
+    @property
+    def name(self) -> str:
+        return "shown-or-nothing"
 
     def get_config(self) -> dict[str, Any]:
         return {"type": "shown-or-nothing"}
+
+    async def _complete(self, messages: list[Message], json_schema: dict[str, Any], schema_name: str) -> str:
+        passage = messages[-1]["content"].split("\n", 1)[1]
+        shown = any(m["role"] == "assistant" for m in messages)
+        return json.dumps(self.answers[passage] if shown else {"entities": [], "relations": []})
 
 
 async def test_fit_chooses_labelled_passages_saves_them_and_writes_nothing(
