@@ -10,12 +10,14 @@ sets ``callback.program`` before training starts; a callback may set
 from __future__ import annotations
 
 import csv
+import importlib.util
 import inspect
 import io
 import math
 import os
 import re
 import string
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -337,7 +339,11 @@ class CSVLogger(Callback):
 class ProgressBar(Callback):
     """A progress bar over the training batches of each epoch (tqdm; a notebook widget in Jupyter).
 
-    Without tqdm installed (``pip install 'graph-kag[train]'``) it prints one line per epoch.
+    The bar is drawn where it can be redrawn in place: a terminal (tqdm's text bar) or a Jupyter
+    kernel with ipywidgets (its widget). Elsewhere (a notebook without ipywidgets, an executed
+    notebook's saved output, a log file) every redraw of a text bar would stay as a line of its own,
+    so it prints one line per epoch instead, as it does without tqdm installed
+    (``pip install 'graph-kag[train]'``).
     """
 
     def __init__(self) -> None:
@@ -345,15 +351,8 @@ class ProgressBar(Callback):
         self._bar: Any = None
 
     def on_epoch_begin(self, epoch: int, logs: Logs | None = None) -> None:
-        try:
-            import importlib.util
-
-            # the notebook widget needs ipywidgets; without it tqdm.auto warns, so take the text bar
-            if importlib.util.find_spec("ipywidgets") is not None:
-                from tqdm.auto import tqdm
-            else:
-                from tqdm import tqdm
-        except ImportError:
+        tqdm = _bar_class()
+        if tqdm is None:
             self._bar = None
             return
         self._bar = tqdm(
@@ -376,6 +375,22 @@ class ProgressBar(Callback):
         else:
             shown = ", ".join(f"{k}={v}" for k, v in _short(logs).items())
             print(f"epoch {epoch + 1}/{self.params.get('epochs', '?')}: {shown}")
+
+
+def _bar_class() -> Any:
+    """tqdm's widget in a Jupyter kernel with ipywidgets, its text bar on a terminal, else ``None``."""
+    try:
+        import tqdm
+    except ImportError:
+        return None
+    if "ipykernel" in sys.modules and importlib.util.find_spec("ipywidgets") is not None:
+        from tqdm.auto import tqdm as widget_or_text
+
+        return widget_or_text
+    stream = sys.stderr
+    if stream is not None and getattr(stream, "isatty", lambda: False)():
+        return tqdm.tqdm
+    return None
 
 
 def _short(logs: Mapping[str, Any] | None) -> dict[str, str]:
