@@ -156,6 +156,26 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument(
         "--chunk-size", type=_positive_int, default=1000, metavar="N", help="characters per chunk (default 1000)"
     )
+    ingest.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="with --extract: where the model runs: local (this process, default) or ray (a Ray Data job; "
+        "pip install 'kag[ray]')",
+    )
+    ingest.add_argument(
+        "--address",
+        metavar="ADDR",
+        default=None,
+        help="with --engine ray: the Ray cluster, auto or ray://HOST:PORT (default: a local Ray on this machine)",
+    )
+    ingest.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="with --engine ray: extraction workers, one model each (default 2)",
+    )
     ingest.add_argument("--json", action="store_true", help="print the report as JSON")
 
     query = sub.add_parser("query", help="answer a question: Input -> KnowledgeRetriever -> Generator")
@@ -401,12 +421,34 @@ async def _ingest(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise UsageError("--examples and --nearest are for --extract: add --extract, or leave them out.")
     if args.nearest is not None and args.examples is None:
         raise UsageError("--nearest chooses among --examples: give --examples FILE too.")
+    if args.engine != "ray" and (args.address is not None or args.workers is not None):
+        raise UsageError("--address and --workers are for --engine ray: add --engine ray, or leave them out.")
+    if args.engine == "ray" and (not args.extract or not sources or args.text):
+        raise UsageError("--engine ray extracts facts from files, folders or URLs: give SOURCE paths and --extract.")
     labelled = read_labelled_passages(Path(args.examples)) if args.examples is not None else []
     service = _service(args, chunk_size=args.chunk_size)
+    engine = None
     try:
         await _prepare(service, args, err)
         report: dict[str, Any] = {"kb": service.kb.uri}
-        if sources or args.text:
+        if args.engine == "ray":
+            from kag.engines.ray import RayIngest
+
+            engine = await RayIngest(
+                service.knowledge,
+                str(service.lm_spec),
+                workers=args.workers or 2,
+                address=args.address,
+                examples=labelled,
+                nearest=args.nearest,
+                stream=err,
+            ).run(sources)
+            report.update(passages=engine.passages, extraction=engine.extraction(), engine=engine.engine())
+            report["counts"] = await service.counts()
+            saved = service.persist()
+            if saved:
+                report["saved"] = saved
+        elif sources or args.text:
             if args.extract and service.lm_spec.kind == "lexical":
                 print(
                     "note: the lexical model cannot extract facts from text; with --extract use "
@@ -481,6 +523,8 @@ async def _ingest(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 )
             for item in x["unresolved"][:10]:
                 print(f"    unresolved {item['label']}: {item['reason']}", file=out)
+        if engine is not None:
+            print("\n".join(engine.lines()), file=out)
         print(f"  counts    : {_counts_line(report['counts'])}", file=out)
         if report.get("saved"):
             print(f"  saved     : {report['saved']}", file=out)

@@ -30,6 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("kag.examples", "kag.agents", "kag.integrations"),
     ("kag.datasets",),
     ("kag.server", "kag.demo"),
+    ("kag.engines",),
     ("kag.cli",),
     ("kag",),
 ]
