@@ -1,8 +1,10 @@
-"""Text normalization shared by name matching, keyword ranking and the hash embedder.
+"""Text normalization shared by name matching, keyword ranking, the hash embedder and the offline model.
 
 One home for "what counts as the same word": casefolded, accents stripped, whitespace
-collapsed. Name linking, BM25 and the ``HashEmbedder`` all tokenize through here, so a
-name found by one is found by the others.
+collapsed (:func:`normalize_text`, :func:`words`); identifiers split into words
+(:func:`split_identifier`); a tiny English plural stemmer (:func:`stem`). Name linking, BM25, the
+``HashEmbedder``, ``LexicalLM`` and the programs all tokenize through here, so a name found by one is
+found by the others.
 """
 
 from __future__ import annotations
@@ -46,3 +48,25 @@ def normalize_text(text: str) -> str:
 def words(text: str) -> list[str]:
     """Normalized word tokens of ``text``."""
     return _WORD.findall(normalize_text(text))
+
+
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+
+
+def split_identifier(identifier: str) -> list[str]:
+    """``"IsCapitalOf"`` -> ``["is", "capital", "of"]`` (also splits ``snake_case``)."""
+    out: list[str] = []
+    for part in re.split(r"[_\W]+", identifier):
+        out.extend(w.lower() for w in _CAMEL.findall(part))
+    return out
+
+
+def stem(word: str) -> str:
+    """A tiny English plural stemmer: cities -> city, capitals -> capital, boxes -> box."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 4 and word.endswith(("ches", "shes", "xes", "zes", "sses")):
+        return word[:-2]
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word

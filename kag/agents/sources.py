@@ -89,5 +89,8 @@ def relabel(rendered: RenderedContext, name: str, offset: int) -> RenderedContex
         return f"{match.group(1)}{name}:{int(match.group(2)) + offset}"
 
     text = re.sub(r"(\[|<<<BEGIN DATA |<<<END DATA )" + quoted + r":(\d+)", shift, rendered.text)
-    hits = [LabelledHit(f"{name}:{int(item.label.rsplit(':', 1)[1]) + offset}", item.hit) for item in rendered.hits]
+    hits = [
+        LabelledHit(f"{name}:{int(item.label.rsplit(':', 1)[1]) + offset}", item.hit, item.shown)
+        for item in rendered.hits
+    ]
     return RenderedContext(text, hits, rendered.truncated)

@@ -251,9 +251,15 @@ async def ask(
     about = f" ({knowledge.description.strip()})" if knowledge.description.strip() else ""
     system = (instructions or DEFAULT_ANSWER_INSTRUCTIONS).replace("{name}", knowledge.name).replace("{about}", about)
     user = f"Question: {question.strip()}"
-    if rendered.hits or mode == "always":
+    shown = bool(rendered.hits or mode == "always")
+    if shown:
         user += "\n\n" + rendered.text
-    messages: list[Message] = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    # the same request as data: a model that reads structure never parses the rendered text back
+    data = {"question": question.strip(), "results": rendered.as_data() if shown else []}
+    messages: list[Message] = [
+        {"role": "system", "content": system},
+        {"role": "user", "content": user, "data": data},
+    ]
     schema: dict[str, Any] | type[pydantic.BaseModel] = answer_model if answer_model is not None else ANSWER_SCHEMA
     labels = rendered.by_label()
 

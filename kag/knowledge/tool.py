@@ -33,10 +33,22 @@ _LINE_CHARS = 200
 
 @dataclass(frozen=True)
 class LabelledHit:
-    """A hit as it appears in a rendered context: its label (``docs:1``) and the hit."""
+    """A hit as it appears in a rendered context: its label (``docs:1``), the hit, and the text shown
+    (one line for a fact; a passage's body, cut where the context ran out of room)."""
 
     label: str
     hit: SearchHit
+    shown: str = ""
+
+    def as_data(self) -> dict[str, Any]:
+        """The result as a model reads it structurally (``Message["data"]["results"]``)."""
+        return {
+            "label": self.label,
+            "kind": self.hit.kind,
+            "text": self.shown or self.hit.text,
+            "source": self.hit.source,
+            "score": self.hit.score,
+        }
 
 
 @dataclass(frozen=True)
@@ -50,6 +62,11 @@ class RenderedContext:
     def by_label(self) -> dict[str, SearchHit]:
         """``{"docs:1": hit, ...}``."""
         return {item.label: item.hit for item in self.hits}
+
+    def as_data(self) -> list[dict[str, Any]]:
+        """The shown results as data (label, kind, text, source, score), for ``Message["data"]``: a model
+        reads them there instead of parsing the rendered text back."""
+        return [item.as_data() for item in self.hits]
 
 
 def _one_line(text: str, limit: int = _LINE_CHARS) -> str:
@@ -86,7 +103,8 @@ def render_context(name: str, query: str, hits: Sequence[SearchHit], max_chars: 
     for hit in hits:
         label = f"{name}:{len(out) + 1}"
         if hit.kind == "fact":
-            block = f"\n[{label}] fact (score {hit.score:.3f}): {_defuse(_one_line(hit.text, 1000), name)}\n"
+            shown = _one_line(hit.text, 1000)
+            block = f"\n[{label}] fact (score {hit.score:.3f}): {_defuse(shown, name)}\n"
             if used + len(block) > max_chars:
                 break
         else:
@@ -96,16 +114,18 @@ def render_context(name: str, query: str, hits: Sequence[SearchHit], max_chars: 
             begin = f"\n<<<BEGIN DATA {label} {code}>>>\n"
             end = f"\n<<<END DATA {label} {code}>>>\n"
             body = _defuse(hit.text, name)
+            shown = hit.text
             block = head + begin + body + end
             if used + len(block) > max_chars:
                 room = max_chars - used - len(head) - len(begin) - len(end) - len(_TRUNCATED)
                 if room < _MIN_BODY:
                     break
                 block = head + begin + body[:room].rstrip() + _TRUNCATED + end
+                shown = hit.text[:room].rstrip()
                 truncated = True
         parts.append(block)
         used += len(block)
-        out.append(LabelledHit(label, hit))
+        out.append(LabelledHit(label, hit, shown))
         if truncated:
             break
     return RenderedContext("".join(parts), out, truncated)

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kag.errors import ConfigError
-from kag.lm.base import BaseLanguageModel, LanguageModel, Message
+from kag.lm.base import BaseLanguageModel, LanguageModel, Message, ModelCapabilities, capabilities_of
 from kag.lm.jsonschema_check import check_json_schema, validate_json_schema
 from kag.lm.lexical import LexicalLM
 from kag.lm.llamacpp import LlamaCppLM
@@ -25,9 +25,11 @@ __all__ = [
     "LexicalLM",
     "LlamaCppLM",
     "Message",
+    "ModelCapabilities",
     "OllamaLM",
     "OpenAICompatibleLM",
     "ScriptedLM",
+    "capabilities_of",
     "check_json_schema",
     "language_model_from_config",
     "validate_json_schema",

@@ -13,9 +13,10 @@ import abc
 import logging
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Literal, Protocol, Self, TypedDict, runtime_checkable
+from typing import Any, Literal, NotRequired, Protocol, Self, TypedDict, runtime_checkable
 
 import pydantic
 
@@ -29,6 +30,8 @@ __all__ = [
     "InvalidOutputError",
     "LanguageModel",
     "Message",
+    "ModelCapabilities",
+    "capabilities_of",
     "parse_json_object",
     "resolve_schema",
 ]
@@ -45,19 +48,90 @@ REPAIR_ECHO_CHARS = 4_000  # how much of an invalid answer the repair turn shows
 
 
 class Message(TypedDict):
-    """One chat message: ``{"role": "system" | "user" | "assistant", "content": str}``."""
+    """One chat message: ``{"role": "system" | "user" | "assistant", "content": str}``.
+
+    Two optional keys carry structure beside the text, for models that read data rather than prose
+    (providers are sent ``role`` and ``content`` only):
+
+    * ``repair``: ``True`` on the user turn the repair loop adds after an invalid answer (its
+      ``content`` says what was wrong);
+    * ``data``: what the text renders, as JSON-like data: a program puts the request's fields here
+      (``{"question": ...}``) and the retrieved context (``{"facts": [...], "passages": [...]}``), so a
+      model never has to parse a header back out of the prompt.
+    """
 
     role: Role
     content: str
+    repair: NotRequired[bool]
+    data: NotRequired[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class ModelCapabilities:
+    """What a language model guarantees and wants, read by programs instead of probing its class.
+
+    Args:
+        grammar: every token is sampled under the schema's grammar, so a narrower per-call schema
+            (an endpoint-typed search, enums of the question's spans, of the shown demos' choices)
+            is *enforced*, not only validated: programs send such schemas to it.
+        full_search_language: under a grammar, the model is also given the extended triplet
+            language (field conditions, ordering); a small model fills those badly.
+        narrow_to_demos: the model writes more reliably when each call's schema is narrowed to the
+            patterns of the demos it is shown (a small model picking among its nearest worked
+            examples); needs ``grammar``.
+        scope_gate: programs hold the model to the schema's boundary by default (a question no
+            relation can answer gets the abstention search without a model call): a model that
+            would otherwise pick the nearest demo's relation for any question.
+        context_window: the tokens the model reads at once (prompt and answer), where that is
+            small enough to shape prompts: a retriever then describes in full only the labels and
+            relations a question touches (``None``: large enough not to matter).
+    """
+
+    grammar: bool = False
+    full_search_language: bool = False
+    narrow_to_demos: bool = False
+    scope_gate: bool = False
+    context_window: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The capabilities as JSON (for ``kag schema``, logs and docs)."""
+        return {
+            "grammar": self.grammar,
+            "full_search_language": self.full_search_language,
+            "narrow_to_demos": self.narrow_to_demos,
+            "scope_gate": self.scope_gate,
+            "context_window": self.context_window,
+        }
+
+
+NO_CAPABILITIES = ModelCapabilities()
+"""What a model that declares nothing gets: validated JSON output, nothing narrowed, no gate."""
+
+
+def capabilities_of(model: Any) -> ModelCapabilities:
+    """A model's declared :class:`ModelCapabilities` (the defaults for a model that declares none)."""
+    declared = getattr(model, "capabilities", None)
+    return declared if isinstance(declared, ModelCapabilities) else NO_CAPABILITIES
 
 
 @runtime_checkable
 class LanguageModel(Protocol):
-    """What kag needs from a language model: schema-constrained JSON generation."""
+    """What kag needs from a language model: schema-constrained JSON generation.
+
+    Implement ``name``, ``generate`` and ``get_config``; declare what the model guarantees in
+    ``capabilities`` (:class:`ModelCapabilities`: grammar-constrained decoding, the full search
+    language, demos narrowed, the scope gate). :class:`BaseLanguageModel` gives the validation and
+    repair loop and the default capabilities (none).
+    """
 
     @property
     def name(self) -> str:
         """A short human-readable identifier, e.g. ``"openai:gpt-4o-mini"``."""
+        ...
+
+    @property
+    def capabilities(self) -> ModelCapabilities:
+        """What the model guarantees and wants (see :class:`ModelCapabilities`)."""
         ...
 
     async def generate(
@@ -155,8 +229,26 @@ def _check_messages(messages: Sequence[Message]) -> list[Message]:
             raise InvalidInputError(f"messages[{index}] has role {role!r}; use one of 'system', 'user', 'assistant'.")
         if not isinstance(content, str):
             raise InvalidInputError(f"messages[{index}] content must be a string, got {type(content).__name__}.")
-        checked.append(Message(role=message["role"], content=content))
+        checked.append(_copy_message(message))
     return checked
+
+
+def _copy_message(message: Mapping[str, Any]) -> Message:
+    """A checked copy of one message, keeping its structured keys (``repair``, ``data``)."""
+    copy = Message(role=message["role"], content=message["content"])
+    if message.get("repair"):
+        copy["repair"] = True
+    data = message.get("data")
+    if data is not None:
+        if not isinstance(data, Mapping):
+            raise InvalidInputError(f"a message's data must be a dict, got {type(data).__name__}.")
+        copy["data"] = dict(data)
+    return copy
+
+
+def is_repair(message: Mapping[str, Any]) -> bool:
+    """Whether ``message`` is a repair turn the validation loop added (its ``repair`` key)."""
+    return bool(message.get("repair"))
 
 
 class BaseLanguageModel(abc.ABC):
@@ -195,6 +287,11 @@ class BaseLanguageModel(abc.ABC):
     @abc.abstractmethod
     def name(self) -> str:
         """A short human-readable identifier of the model."""
+
+    @property
+    def capabilities(self) -> ModelCapabilities:
+        """What the model guarantees and wants; none by default (its JSON is validated, then repaired)."""
+        return NO_CAPABILITIES
 
     @abc.abstractmethod
     def get_config(self) -> dict[str, Any]:
@@ -307,7 +404,7 @@ class BaseLanguageModel(abc.ABC):
             if attempt < self.max_repairs:
                 # only the head of an invalid answer goes back: a huge answer is not re-sent in full
                 conversation.append(Message(role="assistant", content=_clip(raw)))
-                conversation.append(Message(role="user", content=_repair_prompt(last_error)))
+                conversation.append(Message(role="user", content=_repair_prompt(last_error), repair=True))
 
         raise GenerationError(
             f"{self.name} produced invalid output {1 + self.max_repairs} time(s) "

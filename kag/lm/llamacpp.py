@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from kag.errors import ConfigError, InvalidInputError, InvalidOutputError, LanguageModelError
-from kag.lm.base import BaseLanguageModel, Message
+from kag.lm.base import BaseLanguageModel, Message, ModelCapabilities
 from kag.lm.guards import Repetition, RepetitionGuard, bound_schema
 from kag.lm.packaged import PACKAGED_MODEL, packaged_model_path
 from kag.runtime import available_cores
@@ -150,9 +150,6 @@ class LlamaCppLM(BaseLanguageModel):
     Raises:
         ConfigError: bad settings, a missing file, or a file that is not GGUF.
     """
-
-    constrained_decoding = True
-    """Sampling is restricted by the schema's grammar: callers may send narrower schemas (typed searches)."""
 
     CONFIG_KEYS = frozenset(
         {
@@ -290,6 +287,19 @@ class LlamaCppLM(BaseLanguageModel):
         return cls(**params)
 
     # -- identity ----------------------------------------------------------------------------
+    @property
+    def capabilities(self) -> ModelCapabilities:
+        """Sampling under the schema's grammar (narrower per-call schemas are enforced), demos narrowed,
+        the scope gate on, a context of ``n_ctx`` tokens; the extended search language only with
+        ``full_search_language``."""
+        return ModelCapabilities(
+            grammar=True,
+            full_search_language=self.full_search_language,
+            narrow_to_demos=True,
+            scope_gate=True,
+            context_window=self.n_ctx,
+        )
+
     @property
     def name(self) -> str:
         """``"local:<file stem>"`` for the packaged model, else ``"llama:<file stem>"``."""

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from kag.datamodels.base import DataModel
 from kag.errors import ConfigError, SchemaError
-from kag.lm.base import LanguageModel, Message
+from kag.lm.base import LanguageModel, Message, capabilities_of
 from kag.lm.guards import grounded_numbers, grounded_schema, grounded_text, whole_list_schema
 from kag.programs.grounding import (
     answer_texts,
@@ -302,7 +302,7 @@ class Generator(Module):
         """``whole_answers``, or automatically: whether the model decodes under a grammar."""
         if self.whole_answers is not None:
             return self.whole_answers
-        return bool(getattr(self.language_model, "constrained_decoding", False))
+        return capabilities_of(self.language_model).grammar
 
     def output_schema(self) -> dict[str, Any]:
         """The JSON schema the answer must satisfy (``schema=``, or ``data_model``'s)."""

@@ -20,7 +20,7 @@ from kag.examples.world import (
 )
 from kag.lm import BaseLanguageModel, LanguageModel
 from kag.lm.lexical import LexicalLM
-from kag.lm.lexical.text import split_identifier, stem, words
+from kag.text import split_identifier, stem, words
 from kag.programs import Program
 from kag.rag import embedders
 

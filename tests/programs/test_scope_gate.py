@@ -11,11 +11,16 @@ from typing import Any, Literal
 
 import pytest
 
+from kag.lm.base import ModelCapabilities
 import kag
 from kag.errors import ConfigError
 from kag.lm import ScriptedLM
 
 pytestmark = pytest.mark.timeout(120)
+
+
+# what LlamaCppLM declares: sampling under a grammar, demos narrowed, the scope gate on
+LLAMA_LIKE = ModelCapabilities(grammar=True, narrow_to_demos=True, scope_gate=True)
 
 
 class Planet(kag.Entity):
@@ -60,7 +65,7 @@ class Query(kag.DataModel):
 
 
 class Constrained(ScriptedLM):
-    constrained_decoding = True  # as LlamaCppLM: the gate is on by default for such a model
+    capabilities = LLAMA_LIKE  # as LlamaCppLM: the gate is on by default for such a model
 
 
 ORBITING = {

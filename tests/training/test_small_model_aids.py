@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 import pytest
 
+from kag.lm.base import ModelCapabilities
 import kag
 from kag.lm import ScriptedLM
 from kag.lm.guards import NOT_FOUND_TEXT
@@ -17,8 +18,12 @@ from kag.training import Demo, Variable
 from .conftest import Query, _search, build_program
 
 
+# what LlamaCppLM declares: sampling under a grammar, demos narrowed, the scope gate on
+LLAMA_LIKE = ModelCapabilities(grammar=True, narrow_to_demos=True, scope_gate=True)
+
+
 class ConstrainedScript(ScriptedLM):
-    constrained_decoding = True  # as LlamaCppLM: narrowed schemas are what it samples under
+    capabilities = LLAMA_LIKE  # as LlamaCppLM: narrowed schemas are what it samples under
 
 
 def test_a_skeleton_masks_names_and_keeps_how_the_question_is_asked() -> None:

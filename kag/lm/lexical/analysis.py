@@ -22,10 +22,9 @@ from kag.lm.lexical.text import (
     _YES_NO,
     ANY,
     comparison_op,
-    stem,
     synonyms,
-    words,
 )
+from kag.text import stem, words
 
 # -- what the question says ------------------------------------------------------------
 

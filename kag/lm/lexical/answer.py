@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kag.lm.lexical.passages import Result, answer_from_passages, read_results
-from kag.lm.lexical.text import _ARROW, _COMPARE, _FACT_TAIL, _SECTION, _SUPERLATIVE, _YES_NO, stem, words
+from kag.lm.lexical.text import _ARROW, _COMPARE, _FACT_TAIL, _SECTION, _SUPERLATIVE, _YES_NO
 from kag.ranking.linking import name_key
+from kag.text import stem, words
 
 # -- answering from the rendered context -------------------------------------------------
 
@@ -108,9 +109,16 @@ NOT_FOUND = (
 )
 
 
-def _compose(prompt: str, question: str | None = None) -> _Answer:
-    """The extractive answer to the question in ``prompt``, from the facts (or else the passages) it shows."""
-    results, rest = read_results(prompt)
+def _compose(prompt: str, question: str | None = None, results: list[Result] | None = None) -> _Answer:
+    """The extractive answer to the question in ``prompt``, from the facts (or else the passages) it shows.
+
+    ``results``: the labelled results as data (a message's ``data``); the prompt is then not searched
+    for them, and holds only what else the request says (``""`` when the data says it all).
+    """
+    if results is None:
+        results, rest = read_results(prompt)
+    else:
+        rest = prompt
     answer = _compose_facts(rest, results, question)
     if answer.found or answer.count is not None:
         return answer

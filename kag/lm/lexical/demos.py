@@ -26,12 +26,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kag.lm.base import Message
+from kag.lm.base import Message, is_repair
 from kag.lm.lexical.analysis import _Analysis
 from kag.lm.lexical.schema import _Schema
 from kag.lm.lexical.scope import unexplained
-from kag.lm.lexical.text import _REPAIR_PREFIX, _STOPWORDS, ANY, stem, words
+from kag.lm.lexical.text import _STOPWORDS, ANY
 from kag.ranking.linking import name_key
+from kag.text import stem, words
 
 _THRESHOLD = 0.75  # skeleton cosine a demo needs to be used (tuned on the train split of the package benchmark)
 _MIN_CONTENT = 0.5  # Jaccard overlap of content words: "capital of <e>" is no demo for "currency of <e>"
@@ -70,7 +71,7 @@ def read_demos(messages: Sequence[Message], question_of: Any) -> list[Demo]:
 
 
 def _is_request(message: Message) -> bool:
-    return message["role"] == "user" and not message["content"].startswith(_REPAIR_PREFIX)
+    return message["role"] == "user" and not is_repair(message)
 
 
 def _is_hop(hop: Any) -> bool:
@@ -202,6 +203,31 @@ def adapt(demo: Demo, demo_a: _Analysis, a: _Analysis, schema: _Schema) -> list[
         if h["relation_label"] != ANY and h["relation_label"] not in schema.relations:
             return None
     return out
+
+
+def named_relations(a: _Analysis) -> set[str]:
+    """The relations a question names by a strong word of theirs (outside its names)."""
+    return {label for label, positions in (a.rel_positions or {}).items() if positions}
+
+
+def overrides_question(demo_a: _Analysis, a: _Analysis, hops: Sequence[dict[str, Any]]) -> bool:
+    """Whether an adapted demo search would override what the question itself says.
+
+    A demo is reused for how a question is *asked*; what it asks *about* is the question's own. So
+    the adapted search is refused when the question names relations (by their words) that the demo
+    question did not and the search uses none of them ("Which courses does X teach?" shown "Which
+    courses does Y take?"), or when the question asks for a label the demo did not and the search
+    never reaches it.
+    """
+    used = {str(h.get("relation_label")) for h in hops}
+    named = named_relations(a)
+    if named and named != named_relations(demo_a) and not named & used:
+        return True
+    if a.target is not None and a.target != demo_a.target:
+        reached = {str(h.get(f"{side}_label")) for h in hops for side in _SIDES}
+        if a.target not in reached and ANY not in reached:
+            return True
+    return False
 
 
 def _map_conditions(conditions: Any, demo_a: _Analysis, a: _Analysis) -> list[dict[str, Any]] | None:

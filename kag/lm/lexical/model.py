@@ -54,15 +54,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kag.errors import ConfigError, KagError
-from kag.lm.base import BaseLanguageModel, Message
-from kag.lm.lexical.analysis import _Analysis, _analyze, _NameIndex
+from kag.lm.base import BaseLanguageModel, Message, ModelCapabilities, is_repair
+from kag.lm.lexical.analysis import _Analysis
 from kag.lm.lexical.answer import _Answer, _compose, _fill_object, _question
-from kag.lm.lexical.demos import Demo, adapt, best_demos, read_demos
-from kag.lm.lexical.passages import read_results
+from kag.lm.lexical.demos import Demo, adapt, best_demos, overrides_question, read_demos
+from kag.lm.lexical.gate import DEFAULT_FUZZY_RATIO, DEFAULT_MAX_NGRAM, ScopeGate
+from kag.lm.lexical.passages import read_results, results_from_data
 from kag.lm.lexical.schema import NameLookup, _Schema, _schema_from_json
-from kag.lm.lexical.scope import Scope, abstain_hop, learned_scope, out_of_schema
+from kag.lm.lexical.scope import Scope, abstain_hop, out_of_schema
 from kag.lm.lexical.search import _finish, _search
-from kag.lm.lexical.text import _REPAIR_PREFIX
 from kag.query.plan import plan_triplet_search
 
 
@@ -105,9 +105,15 @@ class LexicalLM(BaseLanguageModel):
         self.knowledge_base = knowledge_base
         self.max_ngram = max_ngram
         self.fuzzy_ratio = float(fuzzy_ratio)
-        self._index = _NameIndex(knowledge_base, names, self.fuzzy_ratio)
         self._has_names = names is not None
-        self._demo_cache: dict[tuple[Any, ...], _Analysis] = {}
+        defaults = max_ngram == DEFAULT_MAX_NGRAM and self.fuzzy_ratio == DEFAULT_FUZZY_RATIO
+        # the knowledge base's own gate where this model reads names as it does: a retriever gated by
+        # it and this model then analyse each question once
+        self.gate = (
+            ScopeGate.shared(knowledge_base)
+            if knowledge_base is not None and names is None and defaults
+            else ScopeGate(knowledge_base, names=names, max_ngram=max_ngram, fuzzy_ratio=self.fuzzy_ratio)
+        )
 
     @property
     def name(self) -> str:
@@ -171,12 +177,23 @@ class LexicalLM(BaseLanguageModel):
         action = _agent_action(json_schema)
         if action is not None:
             return json.dumps(_act(messages, action))
-        answer = _compose(prompt)
+        data = _request_data(messages)
+        results = results_from_data(data)
+        if results is not None:  # the request as data: nothing of the rendered text is parsed back
+            asked = data.get("question") if isinstance(data, Mapping) else None
+            answer = _compose("", str(asked or ""), results)
+        else:
+            answer = _compose(prompt)
         if level >= 1:  # the first fill was refused: keep only what the schema demands
             answer = _Answer(
                 answer.text[:200], answer.names[:1], answer.facts[:1], answer.count, answer.found, answer.labels[:1]
             )
         return json.dumps(_fill_object(json_schema, json_schema, answer))
+
+    @property
+    def capabilities(self) -> ModelCapabilities:
+        """No grammar (its answers are validated like any model's); the scope gate on (its own boundary)."""
+        return ModelCapabilities(scope_gate=True)
 
     async def scope_search(
         self,
@@ -184,31 +201,12 @@ class LexicalLM(BaseLanguageModel):
         json_schema: Mapping[str, Any],
         demos: Sequence[tuple[str, Mapping[str, Any]]] = (),
     ) -> dict[str, Any] | None:
-        """The abstention search when ``question`` asks for something the schema cannot give, else None.
-
-        The same boundary this model keeps for its own searches (:mod:`kag.lm.lexical.scope`), for a
-        ``KnowledgeRetriever`` to hold any model to: ``json_schema`` is the plain triplet search or
-        chain schema, ``demos`` the labelled ``(question, search)`` pairs that move the boundary (a
-        word an answerable demo asks with is in scope; a word only abstention demos use is out).
-        The search returned finds nothing, so the answer step says "not found".
-        """
-        schema = _schema_from_json(dict(json_schema), self.knowledge_base)
-        analysis = await self._analysis_of(_question(question), schema)
-        taught = []
-        for text, search in demos:
-            hops = search.get("hops") if "hops" in search else [search]
-            if isinstance(hops, list) and hops and all(isinstance(h, Mapping) for h in hops):
-                taught.append((_question(text), tuple(dict(h) for h in hops)))
-        scope = await self._scope_of(taught, schema) if taught else None
-        if not out_of_schema(analysis, schema, scope):
-            return None
-        hop = _finish([abstain_hop(analysis, schema, scope=scope)], schema)[0]
-        props = json_schema.get("properties") or {}
-        return {"hops": [hop]} if "hops" in props else hop
+        """The abstention search when ``question`` is outside the schema, else None (:meth:`ScopeGate.search`)."""
+        return await self.gate.search(question, json_schema, demos)
 
     async def _scope_of(self, demos: Sequence[tuple[str, Sequence[Mapping[str, Any]]]], schema: _Schema) -> Scope:
         """What the demos teach about the schema's boundary (:func:`~kag.lm.lexical.scope.learned_scope`)."""
-        return learned_scope([(await self._analysis_of(question, schema), hops) for question, hops in demos])
+        return await self.gate.scope(demos, schema)
 
     async def _from_demos(
         self, demos: Sequence[Demo], analysis: _Analysis, schema: _Schema
@@ -220,7 +218,7 @@ class LexicalLM(BaseLanguageModel):
         graph = getattr(self.knowledge_base, "schema", None)
         for _, i in best_demos(analysis, analysed):
             hops = adapt(demos[i], analysed[i][1], analysis, schema)
-            if hops is None:
+            if hops is None or overrides_question(analysed[i][1], analysis, hops):
                 continue
             hops = _finish(hops, schema)
             if graph is not None:
@@ -232,19 +230,8 @@ class LexicalLM(BaseLanguageModel):
         return None
 
     async def _analysis_of(self, question: str, schema: _Schema) -> _Analysis:
-        """A question's analysis, cached: the same demos come with every request, and the scope gate
-        reads a question just before the model does."""
-        key = (question, schema.entity_labels, tuple(schema.relations), schema.hop_fields)
-        cached = self._demo_cache.get(key)
-        if cached is None:
-            cached = await _analyze(question, schema, self._index, self.max_ngram)
-            if len(self._demo_cache) >= _DEMO_CACHE:
-                self._demo_cache.pop(next(iter(self._demo_cache)))
-            self._demo_cache[key] = cached
-        return cached
-
-
-_DEMO_CACHE = 1024
+        """A question's analysis (cached by the gate, which may have read it just before)."""
+        return await self.gate.analysis(question, schema)
 
 
 def _rules(analysis: _Analysis, schema: _Schema, level: int, scope: Scope | None = None) -> list[dict[str, Any]]:
@@ -272,14 +259,26 @@ def _act(messages: Sequence[Message], actions: list[str]) -> dict[str, Any]:
     The question is in the first user turn; results come in it (pre-retrieval) and in later
     turns (tool results), so every user turn is read.
     """
-    turns = [m["content"] for m in messages if m["role"] == "user" and not m["content"].startswith(_REPAIR_PREFIX)]
-    results = [r for turn in turns for r in read_results(turn)[0]]
-    question = _question(read_results(turns[0])[1]) if turns else ""
+    asked = [m for m in messages if m["role"] == "user" and not is_repair(m)]
+    turns = [m["content"] for m in asked]
+    structured = [results_from_data(m.get("data")) for m in asked]
+    if asked and all(r is not None for r in structured):  # the results as data, every turn
+        results = [r for found in structured if found is not None for r in found]
+        first = asked[0].get("data") or {}
+        question = str(first.get("question") or "") or _question(turns[0])
+        answer = _compose("", question, results)
+        empty_turns = not results
+    else:
+        results = [r for turn in turns for r in read_results(turn)[0]]
+        question = _question(read_results(turns[0])[1]) if turns else ""
+        answer = None
+        empty_turns = not results
     searched = any(m["role"] == "assistant" for m in messages)
     empty: dict[str, Any] = {"tool": None, "query": None, "k": None, "where": None, "answer": None, "citations": []}
-    if not results and not searched and "search" in actions:
+    if empty_turns and not searched and "search" in actions:
         return {**empty, "action": "search", "query": question, "tool": _first_tool(messages)}
-    answer = _compose("\n\n".join(turns), question)  # later turns are tool results, not the question
+    if answer is None:
+        answer = _compose("\n\n".join(turns), question)  # later turns are tool results, not the question
     return {**empty, "action": "answer", "answer": answer.text, "citations": list(answer.labels)}
 
 
@@ -293,13 +292,21 @@ def _first_tool(messages: Sequence[Message]) -> str | None:
     return None
 
 
+def _request_data(messages: Sequence[Message]) -> Any:
+    """The ``data`` of the real request (the last user message that is no repair turn), or None."""
+    for message in reversed(messages):
+        if message["role"] == "user" and not is_repair(message):
+            return message.get("data")
+    return None
+
+
 def _request(messages: Sequence[Message]) -> tuple[str, int]:
     """The real request (last non-repair user message) and how many repairs followed it."""
     level = 0
     for message in reversed(messages):
         if message["role"] != "user":
             continue
-        if message["content"].startswith(_REPAIR_PREFIX):
+        if is_repair(message):
             level += 1
             continue
         return message["content"], level

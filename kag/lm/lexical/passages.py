@@ -1,9 +1,11 @@
-"""Labelled results in a prompt (``[docs:1] fact ...``, ``[docs:2] passage ...``) and extractive passage answers.
+"""Labelled results (facts and passages) and extractive passage answers.
 
-``Knowledge.ask``, ``Agent`` and the knowledge tools render what they retrieved as labelled blocks
-(:func:`kag.knowledge.tool.render_context`): a fact on one line, a passage as a header line and its
-text between ``<<<BEGIN DATA label code>>>`` / ``<<<END DATA label code>>>`` markers. This module
-reads them back, and answers from passages the way ``LexicalLM`` answers from facts: it quotes the
+``Knowledge.ask``, ``Agent`` and the knowledge tools send what they retrieved both rendered as text
+(:func:`kag.knowledge.tool.render_context`) and as data beside it (``Message["data"]["results"]``):
+:func:`results_from_data` reads the data, so no header of the rendered text is ever parsed back.
+:func:`read_results` reads the labelled lines of a prompt written by hand (a fact on one line, a
+passage as a header line and its text between ``<<<BEGIN DATA label code>>>`` / ``<<<END DATA label
+code>>>`` markers). Passages are answered the way ``LexicalLM`` answers from facts: it quotes the
 sentence of a shown passage that shares the most content words with the question (earlier, higher
 ranked passages win ties) and cites that passage's label. A passage that shares no content word with
 the question answers nothing.
@@ -12,9 +14,12 @@ the question answers nothing.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from kag.lm.lexical.text import _STOPWORDS, _WH, stem, words
+from kag.lm.lexical.text import _STOPWORDS, _WH
+from kag.text import stem, words
 
 _HEAD = re.compile(
     r"^\[(?P<label>[^\]\s]+:\d+)\] (?P<kind>fact|passage) \(score (?P<score>[0-9.]+)\)"
@@ -22,11 +27,6 @@ _HEAD = re.compile(
 )
 _BEGIN = re.compile(r"^<<<BEGIN DATA (\S+) \S+>>>$")
 _END = re.compile(r"^<<<END DATA (\S+) \S+>>>$")
-# the headers render_context and the agent put around results: context, not the question
-_HEADER = re.compile(
-    r"^(?:Search results retrieved for this question:|Results from knowledge '.*' for: |"
-    r"No results in knowledge '.*' for: |Passages are untrusted reference data )"
-)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])|\n{2,}")
 
 
@@ -51,8 +51,7 @@ def read_results(prompt: str) -> tuple[list[Result], str]:
         line = lines[i]
         head = _HEAD.match(line.strip())
         if head is None:
-            if not _HEADER.match(line.strip()):
-                rest.append(line)
+            rest.append(line)
             i += 1
             continue
         score = float(head.group("score"))
@@ -71,6 +70,28 @@ def read_results(prompt: str) -> tuple[list[Result], str]:
             i += 1  # the END marker
         results.append(Result(head.group("label"), "passage", "\n".join(body).strip(), source, score))
     return results, "\n".join(rest)
+
+
+def results_from_data(data: Any) -> list[Result] | None:
+    """The results of a message's ``data`` (``{"results": [{label, kind, text, source, score}]}``), or
+    None when it carries none."""
+    if not isinstance(data, Mapping) or not isinstance(data.get("results"), list):
+        return None
+    out: list[Result] = []
+    for item in data["results"]:
+        if not isinstance(item, Mapping):
+            continue
+        score = item.get("score")
+        out.append(
+            Result(
+                str(item.get("label") or ""),
+                "passage" if item.get("kind") == "passage" else "fact",
+                str(item.get("text") or ""),
+                str(item.get("source") or ""),
+                float(score) if isinstance(score, int | float) and not isinstance(score, bool) else 0.0,
+            )
+        )
+    return out
 
 
 def _content(text: str) -> set[str]:

@@ -9,7 +9,8 @@ from typing import Any, Protocol
 
 from kag.datamodels.base import Entity
 from kag.datamodels.schema import GraphSchema
-from kag.lm.lexical.text import _REL_DESC, _STOPWORDS, ANY, _content_words, split_identifier, stem
+from kag.lm.lexical.text import _REL_DESC, _STOPWORDS, ANY, _content_words
+from kag.text import split_identifier, stem
 
 # -- what the schema allows -----------------------------------------------------------
 

@@ -16,7 +16,7 @@ Demos also move the boundary itself (:class:`Scope`): a word an answerable demo 
 scope, however the schema spells its relations ("Which nations does X trade with?" once labelled),
 and a word that only the questions of abstention demos use marks a question out of scope even where
 the schema explains it. Any model can be held to this boundary: a ``KnowledgeRetriever`` asks
-:meth:`kag.lm.lexical.LexicalLM.scope_search` before its model (``abstain``).
+:class:`kag.lm.lexical.gate.ScopeGate` before its model (``abstain``).
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from typing import Any
 from kag.lm.lexical.analysis import _NEGATION_WORDS, _Analysis
 from kag.lm.lexical.schema import _Schema
 from kag.lm.lexical.search import _hop
-from kag.lm.lexical.text import _PREPOSITIONS, _STOPWORDS, _WH, _YES_NO, ANY, stem, synonyms
+from kag.lm.lexical.text import _PREPOSITIONS, _STOPWORDS, _WH, _YES_NO, ANY, synonyms
+from kag.text import stem
 
 # words of a question that ask for nothing in particular ("What do you know about X?")
 _GENERIC = frozenset(

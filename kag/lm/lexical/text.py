@@ -1,12 +1,12 @@
-"""Words, stems and identifiers as ``LexicalLM`` reads them."""
+"""The word lists and patterns ``LexicalLM`` reads questions with (words, stems and identifiers: :mod:`kag.text`)."""
 
 from __future__ import annotations
 
 import re
-import unicodedata
+
+from kag.text import stem, words
 
 ANY = "*"
-_REPAIR_PREFIX = "Your previous answer was invalid"
 _STOPWORDS = frozenset(
     " ".join(
         (
@@ -25,46 +25,11 @@ _PREPOSITIONS = frozenset({"of", "in", "from", "on", "to", "at", "for", "with", 
 _NEGATION = re.compile(r"\b(not|no|none|without|never|neither|nor)\b|n't\b", re.IGNORECASE)
 _COUNT = re.compile(r"\bhow\s+many\b|\bnumber\s+of\b|\bcount\b|\bhow\s+much\b", re.IGNORECASE)
 _YES_NO = frozenset({"is", "are", "was", "were", "does", "do", "did", "can", "has", "have"})
-_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _REL_DESC = re.compile(r"([A-Za-z][A-Za-z0-9_]*): ([A-Za-z0-9_|]+) -> ([A-Za-z0-9_|]+)")
 _SECTION = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*):(?: (.*))?$")
 _FACT_TAIL = re.compile(r"^(.*?) \((score [0-9.]+.*)\)$")
 _ARROW = re.compile(r" -\[([A-Za-z0-9_]+)\]-> | <-\[([A-Za-z0-9_]+)\]- ")
 _CONNECTORS = frozenset({"of", "the", "de", "del", "la", "le", "am", "an", "da", "do", "al", "el", "and"})
-
-
-_WORD = re.compile(r"\w+", re.UNICODE)
-
-
-def words(text: str) -> list[str]:
-    """Casefolded, accent-stripped word tokens.
-
-    The same normalization as :func:`kag.rag.embedders.words` (kept here because
-    ``kag.lm`` sits below ``kag.rag`` in the layering), so a name found in the
-    question compares equal to the name the knowledge base embedded.
-    """
-    decomposed = unicodedata.normalize("NFKD", text)
-    stripped = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
-    return _WORD.findall(" ".join(stripped.casefold().split()))
-
-
-def split_identifier(identifier: str) -> list[str]:
-    """``"IsCapitalOf"`` -> ``["is", "capital", "of"]`` (also splits ``snake_case``)."""
-    out: list[str] = []
-    for part in re.split(r"[_\W]+", identifier):
-        out.extend(w.lower() for w in _CAMEL.findall(part))
-    return out
-
-
-def stem(word: str) -> str:
-    """A tiny English plural stemmer: cities -> city, capitals -> capital, boxes -> box."""
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 4 and word.endswith(("ches", "shes", "xes", "zes", "sses")):
-        return word[:-2]
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
 
 
 def _content_words(text: str) -> list[str]:
