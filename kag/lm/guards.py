@@ -178,6 +178,43 @@ def spans_schema(schema: dict[str, Any], fields: Iterable[str], values: Iterable
     return narrowed
 
 
+def linked_spans_schema(
+    schema: dict[str, Any],
+    sides: Mapping[str, str],
+    linked: Mapping[str, Iterable[str]],
+    anywhere: Iterable[str] = ("*",),
+) -> dict[str, Any]:
+    """A copy of ``schema`` where each text field of ``sides`` (``{text field: label field}``) may only
+    be one of ``anywhere`` or a span linked to an entity of the label the same object names.
+
+    ``linked`` maps an entity label to the spans of the input that name one of its entities. Where
+    the label field's enum holds several labels (or ``"*"``), the spans of all of them are allowed:
+    under a grammar, a model that chose a label can then only quote a name the graph holds for it.
+    """
+    always = list(dict.fromkeys(anywhere))
+    every = list(dict.fromkeys(span for spans in linked.values() for span in spans))
+    narrowed = copy.deepcopy(schema)
+
+    def visit(node: dict[str, Any]) -> None:
+        properties = node.get("properties")
+        if not isinstance(properties, dict):
+            return
+        for text_field, label_field in sides.items():
+            child, label = properties.get(text_field), properties.get(label_field)
+            if not isinstance(child, dict) or child.get("type") != "string":
+                continue
+            labels = label.get("enum") if isinstance(label, dict) else None
+            if not isinstance(labels, list) or "*" in labels:
+                spans = every
+            else:
+                spans = list(dict.fromkeys(span for lab in labels for span in linked.get(str(lab), ())))
+            kept = {k: v for k, v in child.items() if k not in ("pattern", "maxLength")}
+            properties[text_field] = {**kept, "enum": list(dict.fromkeys([*always, *spans]))}
+
+    _walk(narrowed, visit)
+    return narrowed
+
+
 def choices_schema(schema: dict[str, Any], allowed: Mapping[str, Iterable[Any]]) -> dict[str, Any]:
     """A copy of ``schema`` where each property named in ``allowed`` may only take those values.
 

@@ -4,22 +4,22 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from kag.datamodels.base import DataModel, Entity, Relation
-from kag.datamodels.schema import GraphSchema
-from kag.errors import ConfigError, GenerationError, InvalidInputError
+from kag.datamodels.schema import ANY, GraphSchema
+from kag.errors import ConfigError, GenerationError, InvalidInputError, TrainingError
 from kag.knowledge.base import KnowledgeBase
 from kag.knowledge.hits import TripletResults
 from kag.knowledge.knowledge import Knowledge
-from kag.lm.base import LanguageModel, Message
-from kag.lm.guards import choices_schema, positional_schema, spans_schema, text_spans
-from kag.lm.lexical import LexicalLM
-from kag.lm.lexical.text import split_identifier, stem
+from kag.lm.base import LanguageModel, Message, capabilities_of
+from kag.lm.guards import choices_schema, linked_spans_schema, positional_schema, spans_schema, text_spans
+from kag.lm.lexical.gate import ScopeGate
 from kag.programs.generator import Example, join_instructions, schema_sections
 from kag.programs.module import (
     Module,
@@ -41,10 +41,14 @@ from kag.programs.prompts import (
     render_template,
     template_variables,
 )
+from kag.programs.search_space import Link, SearchSpace
 from kag.programs.skeleton import skeleton
 from kag.query.plan import MAX_HOPS, plan_triplet_search
 from kag.query.triplet import TripletSearch, triplet_chain_schema, triplet_search_schema
 from kag.query.typed_search import EXTENDED_FIELDS, typed_triplet_chain_schema, typed_triplet_search_schema
+from kag.ranking.linking import name_key
+from kag.text import split_identifier, stem
+from kag.training.explore import AnswerSearch, SearchBudget
 from kag.training.trace import forced_output, record
 from kag.training.variables import Demo, Variable
 from kag.validation import check_k, check_threshold
@@ -104,10 +108,10 @@ class KnowledgeRetriever(Module):
     searches use, and a side every demo names (or every demo asks for with ``"*"``) stays named (or
     asked for): the model picks among the patterns its nearest worked examples show, which a small
     model does far more reliably than choosing from the whole schema.
-    With ``abstain`` on (the default for a model that decodes under a grammar and for ``LexicalLM``) a
-    question that asks for something no relation of the schema can give ("Who is the president of
-    France?" on a graph of countries and cities) is not sent to the model: the retriever writes the
-    abstention search of :meth:`kag.lm.lexical.LexicalLM.scope_search` and returns no facts (the
+    With ``abstain`` on (the default for a model that declares ``capabilities.scope_gate``: the packaged
+    model, ``LexicalLM``) a question that asks for something no relation of the schema can give ("Who
+    is the president of France?" on a graph of countries and cities) is not sent to the model: the retriever writes the
+    abstention search of :meth:`kag.lm.lexical.gate.ScopeGate.search` and returns no facts (the
     search is shown, not run), so the answer step says "not found". The boundary is the schema's
     words (labels, relation names, docstrings, fields) and what the demos teach: a word an
     answerable demo asks with is in scope, a word only demos labelled "not found" use is out. A
@@ -181,7 +185,8 @@ class KnowledgeRetriever(Module):
         if abstain is not None and not isinstance(abstain, bool):
             raise ConfigError(f"abstain must be True, False or None (automatic), got {abstain!r}.")
         self.abstain = abstain
-        self._scope_lm: LexicalLM | None = None
+        self._gate: ScopeGate | None = None
+        self._space: SearchSpace | None = None
         self.return_inputs = bool(return_inputs)
         self.return_query = bool(return_query)
         self.prompt_template = prompt_template
@@ -265,20 +270,21 @@ class KnowledgeRetriever(Module):
 
     def _schema_kind(self) -> tuple[bool, bool]:
         """(typed, full) for the current model: typed under a grammar; full with the extended language."""
-        typed = bool(getattr(self.language_model, "constrained_decoding", False))
+        declared = capabilities_of(self.language_model)
         # a constrained model gets the extended language (conditions, ordering) only when it says so
-        return typed, typed and bool(getattr(self.language_model, "full_search_language", False))
+        return declared.grammar, declared.grammar and declared.full_search_language
 
     def _abstains(self) -> bool:
-        """``abstain``, automatic: on for a model under a grammar and for ``LexicalLM`` (its own boundary)."""
+        """``abstain``, automatic: what the model declares (``capabilities.scope_gate``)."""
         if self.abstain is not None:
             return self.abstain
-        return self._schema_kind()[0] or isinstance(self.language_model, LexicalLM)
+        return capabilities_of(self.language_model).scope_gate
 
     def _chooses_from_demos(self) -> bool:
-        """Automatic ``demo_choices``: a model under a grammar shown the demos nearest its question."""
+        """Automatic ``demo_choices``: a model that asks for it, shown the demos nearest its question."""
         assert self.variable is not None
-        return self._schema_kind()[0] and self.variable.nearest is not None
+        declared = capabilities_of(self.language_model)
+        return declared.grammar and declared.narrow_to_demos and self.variable.nearest is not None
 
     def set_variable(self, variable: Variable) -> None:
         """Take ``variable``'s instructions and demos; every demo search must plan on this schema.
@@ -331,6 +337,22 @@ class KnowledgeRetriever(Module):
             span for span in text_spans(_texts(items), names_only=True) if not all(label_word(w) for w in span.split())
         ]
 
+    async def _linked_spans(self, spans: Sequence[str]) -> dict[str, list[str]]:
+        """``{label: spans}``: the spans that name an entity of the label in the graph (its name, an
+        alias it holds, a learned alias, or a close spelling), linked before the model decodes."""
+        assert self.variable is not None
+        linked: dict[str, list[str]] = {}
+        for span in spans:
+            known = self.variable.aliases.get(name_key(span))
+            if known is not None:
+                linked.setdefault(known["label"], []).append(span)
+                continue
+            hits = await self.knowledge_base.similarity_search(ANY, span, k=4, threshold=_LINKED)
+            for label in dict.fromkeys(hit.entity.label for hit in hits):
+                if label in self.graph_schema.entities:
+                    linked.setdefault(label, []).append(span)
+        return linked
+
     def _joined_prefix(self, output: str | None) -> dict[str, Any] | None:
         """The longest run of a chain's first patterns that can be planned, from a model's last
         invalid answer (``None``: not a chain, or not even its first pattern plans).
@@ -359,21 +381,90 @@ class KnowledgeRetriever(Module):
     async def scope_search(self, inputs: Any) -> dict[str, Any] | None:
         """The abstention search when ``inputs`` ask for something the schema cannot give, else None.
 
-        Decided by :meth:`kag.lm.lexical.LexicalLM.scope_search` on the rendered inputs, the plain
+        Decided by the knowledge base's :class:`~kag.lm.lexical.gate.ScopeGate` on the rendered inputs, the plain
         search schema and every demo of the variable (not only those shown): see ``abstain``.
         """
         assert self.variable is not None
-        if self._scope_lm is None:  # a LexicalLM model is its own gate (it reads each question once)
-            lm = self.language_model
-            if isinstance(lm, LexicalLM) and lm.knowledge_base is self.knowledge_base:
-                self._scope_lm = lm
-            else:
-                self._scope_lm = LexicalLM(knowledge_base=self.knowledge_base)
+        if self._gate is None:  # the knowledge base's gate: a LexicalLM over it reads each question once
+            self._gate = ScopeGate.shared(self.knowledge_base)
         plain = self._schema_for(typed=False, full=False)
         demos = [(render_template(self._template, template_variables(d.input)), d.output) for d in self.variable.demos]
-        return await self._scope_lm.scope_search(
-            render_template(self._template, template_variables(inputs)), plain, demos
-        )
+        return await self._gate.search(render_template(self._template, template_variables(inputs)), plain, demos)
+
+    # -- learning from answers ------------------------------------------------------------
+    def with_aliases(self, search: dict[str, Any]) -> dict[str, Any]:
+        """``search`` with every similarity text that is a learned alias replaced by the entity's name."""
+        assert self.variable is not None
+        aliases = self.variable.aliases
+        if not aliases:
+            return search
+
+        def renamed(hop: Mapping[str, Any]) -> dict[str, Any]:
+            out = dict(hop)
+            for side, label_field in zip(SIMILARITY_FIELDS, ("subject_label", "object_label"), strict=True):
+                text = out.get(side)
+                known = aliases.get(name_key(text)) if isinstance(text, str) else None
+                if known is not None and out.get(label_field) in (ANY, known["label"]):
+                    out[side] = known["name"]
+            return out
+
+        if isinstance(search.get("hops"), list):
+            return {**search, "hops": [renamed(h) if isinstance(h, Mapping) else h for h in search["hops"]]}
+        return renamed(search)
+
+    def _aliased(self, items: list[Any]) -> list[Any]:
+        """The inputs with each learned alias in their text replaced by the entity's name."""
+        assert self.variable is not None
+        if not self.variable.aliases:
+            return items
+        out: list[Any] = []
+        for item in items:
+            if not isinstance(item, BaseModel):
+                out.append(item)
+                continue
+            changed = {
+                name: replace_aliases(value, self.variable.aliases)
+                for name, value in item.model_dump().items()
+                if isinstance(value, str)
+            }
+            out.append(item.model_copy(update=changed))
+        return out
+
+    async def check_aliases(self, aliases: Mapping[str, Mapping[str, str]]) -> None:
+        """Refuse aliases that cannot be learned here: an unknown label, or an alias that is already
+        the name of another entity of the graph (it would silently redirect searches for that one)."""
+        index = await self.knowledge_base.names()
+        for key, target in aliases.items():
+            if target.get("label") not in self.graph_schema.entities:
+                raise TrainingError(
+                    f"alias {key!r} names label {target.get('label')!r}, which {self.name!r} does not search; "
+                    f"its labels are {list(self.graph_schema.entity_labels)}."
+                )
+            taken = index.exact(name_key(key), list(self.graph_schema.entity_labels))
+            if taken and name_key(key) != name_key(str(target.get("name"))):
+                raise TrainingError(
+                    f"alias {key!r} for {target.get('name')!r} is already the name of entity {taken[0]!r} in the "
+                    "graph: an alias may only name what the graph does not; drop it or rename the entity."
+                )
+
+    async def outputs_for_answer(
+        self, inputs: Mapping[str, Any], label: Mapping[str, Any], budget: SearchBudget
+    ) -> AnswerSearch:
+        """Searches whose results hold ``label``'s answer, found by enumerating what the schema allows
+        around the entities ``inputs`` name (:mod:`kag.programs.search_space`), simplest first."""
+        assert self.variable is not None
+        if self._space is None:
+            self._space = SearchSpace(self.knowledge_base, self.graph_schema, self.max_hops, self.k, self.threshold)
+        texts = [v for v in inputs.values() if isinstance(v, str)]
+        known = {k: Link(k, v["label"], v["name"], alias=True) for k, v in self.variable.aliases.items()}
+        found = await self._space.find(texts, label, budget, aliases=known, limit=budget.confirm)
+        learned: list[dict[str, Any]] = []
+        for candidate in found.candidates:
+            needs = {
+                name_key(link.span): {"label": link.label, "name": link.name} for link in found.aliases_of(candidate)
+            }
+            learned.append({"aliases": needs} if needs else {})
+        return AnswerSearch(found.candidates, learned, found.searches, found.seconds, found.exhausted)
 
     def output_variants(self, search: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Searches one edit away from ``search`` that can run here (for optimizers that explore).
@@ -509,18 +600,21 @@ class KnowledgeRetriever(Module):
         return self._output_models[key]
 
     # -- running -------------------------------------------------------------------------
-    def messages(self, inputs: Any, demos: Sequence[Demo] | None = None) -> list[Message]:
+    def messages(
+        self, inputs: Any, demos: Sequence[Demo] | None = None, focus: Iterable[str] | None = None
+    ) -> list[Message]:
         """The role messages sent to fill the search (exposed for inspection and tests).
 
         ``demos``: the worked examples to show (default: the variable's, the first ``nearest`` of them
-        when it selects per call).
+        when it selects per call). ``focus``: the labels and relations described in full (``None``:
+        all); the others get one short line each (see :meth:`focus_of`).
         """
         assert self.variable is not None
         if demos is None:
             demos = self.variable.demos[: self.variable.nearest]
         joined = join_instructions(self.instructions)
         instructions = joined if joined is not None else DEFAULT_RETRIEVER_INSTRUCTIONS
-        system = f"{instructions.strip()}\n\n{self._describe_schema()}"
+        system = f"{instructions.strip()}\n\n{self._describe_schema(None if focus is None else set(focus))}"
         if self.max_hops > 1:
             system += (
                 f"\n\nUse one pattern when one relation answers the request, or a chain of up to "
@@ -533,16 +627,54 @@ class KnowledgeRetriever(Module):
         ]
         return build_messages(system, render_template(self._template, template_variables(inputs)), shots)
 
-    def _describe_schema(self) -> str:
-        lines = [self.graph_schema.describe(), "Entity fields:"]
-        for label, model in self.graph_schema.entities.items():
-            parts = []
-            for field_name, info in model.model_fields.items():
-                if field_name == "label":
-                    continue
-                parts.append(f"{field_name} ({info.description})" if info.description else field_name)
-            lines.append(f"- {label}: {', '.join(parts)}")
+    def _describe_schema(self, focus: set[str] | None = None) -> str:
+        """The labels, relations and entity fields; with ``focus``, only those named in it in full and
+        every other one as a short line (a prompt bounded by the question, not by the schema)."""
+        schema = self.graph_schema
+        if focus is None:
+            lines = [schema.describe(), "Entity fields:"]
+            lines += [f"- {label}: {_fields_text(model)}" for label, model in schema.entities.items()]
+            return "\n".join(lines)
+        shown = [label for label in schema.entities if label in focus]
+        lines = ["Entity labels:"]
+        for label in shown:
+            model = schema.entities[label]
+            doc = (model.__doc__ or "").strip().splitlines()
+            lines.append(f"- {label}" + (f": {doc[0]}" if doc and model.__doc__ != Entity.__doc__ else ""))
+        rest = [label for label in schema.entities if label not in focus]
+        if rest:
+            lines.append("- others: " + ", ".join(rest))
+        lines.append("Relation labels (subject -> object):")
+        for label, spec in schema.relations.items():
+            if label in focus:
+                doc = (spec.model.__doc__ or "").strip().splitlines()
+                lines.append(f"- {label}: {spec.arrow()}" + (f" ({doc[0]})" if doc and doc[0] else ""))
+        # the others by name: the grammar keeps their endpoints right if the model picks one
+        others = [label for label in schema.relations if label not in focus]
+        if others:
+            lines.append("- others: " + ", ".join(others))
+        if shown:
+            lines.append("Entity fields:")
+            lines += [f"- {label}: {_fields_text(schema.entities[label])}" for label in shown]
         return "\n".join(lines)
+
+    def focus_of(self, demos: Sequence[Demo], linked: Mapping[str, Sequence[str]]) -> set[str] | None:
+        """What a small-context model's prompt describes in full: the labels and relations the shown
+        demos use, the labels the question's names link to, and the relations touching those labels.
+
+        ``None`` (everything in full) for a model that declares no small context window.
+        """
+        window = capabilities_of(self.language_model).context_window
+        if window is None or window > _SMALL_CONTEXT:
+            return None
+        focus: set[str] = set(linked)
+        for demo in demos:
+            for hop in _demo_hops(demo):
+                focus.update(str(hop.get(k)) for k in ("subject_label", "relation_label", "object_label"))
+        for label, spec in self.graph_schema.relations.items():
+            if set(linked) & (set(spec.subj_labels) | set(spec.obj_labels)):
+                focus.add(label)
+        return focus
 
     def validate_search(self, search: dict[str, Any]) -> None:
         """Raise ``SchemaError`` / ``InvalidInputError`` (ValueErrors) if the search cannot be planned."""
@@ -552,20 +684,29 @@ class KnowledgeRetriever(Module):
         """Fill the search with the model, run it, return inputs + search + facts (``None`` for no inputs)."""
         if inputs is None or (isinstance(inputs, list | tuple) and not inputs):
             return None
-        items = as_list(inputs)
+        original = as_list(inputs)
+        items = self._aliased(original)  # the model reads a learned alias as the graph's name
         given = items if len(items) > 1 else items[0]
         demos = await self.demos_for(given)
-        messages = self.messages(given, demos)
         search = forced_output(self.name)  # an optimizer exploring a variant of this call
         gated = False
         if search is None and self._abstains():
             search = await self.scope_search(given)
             gated = search is not None
+        messages: list[Message] = []
         if search is None:
             schema = self.search_schema
             spans = ["*", *self._name_spans(items)]
-            if self.quote_names or (self.quote_names is None and self._schema_kind()[0]):
-                schema = spans_schema(schema, SIMILARITY_FIELDS, spans)
+            quoting = self.quote_names or (self.quote_names is None and self._schema_kind()[0])
+            small = capabilities_of(self.language_model).context_window is not None
+            linked = await self._linked_spans(spans[1:]) if quoting or small else {}
+            messages = self.messages(given, demos, self.focus_of(demos, linked))
+            if quoting:
+                if linked:  # only names the graph holds, each for its own label
+                    schema = linked_spans_schema(schema, _TEXT_SIDES, linked)
+                    spans = ["*", *dict.fromkeys(span for found in linked.values() for span in found)]
+                else:  # a name the graph lacks: any run of the question's words that reads as a name
+                    schema = spans_schema(schema, SIMILARITY_FIELDS, spans)
             if demos and (self.demo_choices or (self.demo_choices is None and self._chooses_from_demos())):
                 schema = choices_schema(schema, demo_choices(demos, spans[1:] if self.max_hops == 1 else None))
                 positions = demo_chain_choices(demos, spans[1:]) if self.max_hops > 1 else None
@@ -587,7 +728,8 @@ class KnowledgeRetriever(Module):
                     self.name,
                     len(search["hops"]),
                 )
-        record(self.name, template_variables(given)["inputs"], search)
+        record(self.name, template_variables(original if len(original) > 1 else original[0])["inputs"], search)
+        search = self.with_aliases(search)  # other names learned from labels run as the graph's names
         if gated:  # not run (no Cypher): its free words could still name something ("lake", a province "Lake")
             results = TripletResults()
         else:
@@ -677,6 +819,29 @@ class KnowledgeRetriever(Module):
 
 
 SIMILARITY_FIELDS = ("subject_similarity_search", "object_similarity_search")
+
+
+def replace_aliases(text: str, aliases: Mapping[str, Mapping[str, str]]) -> str:
+    """``text`` with every whole-word occurrence of an alias (any case, any punctuation between its
+    words) replaced by the entity's name, longest alias first."""
+    for key in sorted(aliases, key=len, reverse=True):
+        pattern = r"(?<!\w)" + r"\W+".join(re.escape(w) for w in key.split()) + r"(?!\w)"
+        text = re.sub(pattern, aliases[key]["name"], text, flags=re.IGNORECASE)
+    return text
+_SMALL_CONTEXT = 8192  # a model's window at most this many tokens gets a prompt bounded by the question
+
+
+def _fields_text(model: type[BaseModel]) -> str:
+    """``name (description), ...`` of an entity model's fields, ``label`` left out."""
+    parts = []
+    for field_name, info in model.model_fields.items():
+        if field_name != "label":
+            parts.append(f"{field_name} ({info.description})" if info.description else field_name)
+    return ", ".join(parts)
+
+
+_TEXT_SIDES = {"subject_similarity_search": "subject_label", "object_similarity_search": "object_label"}
+_LINKED = 0.9  # how close a span must be to an entity's name to be offered for its label
 
 
 def _without_defaults(demo: Demo, defaults: Mapping[str, Any]) -> Demo:

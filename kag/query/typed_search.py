@@ -131,6 +131,9 @@ def typed_triplet_search_schema(schema: GraphSchema, *, full: bool = False) -> d
         for name in EXTENDED_FIELDS:
             base["properties"].pop(name)
         base["required"] = [r for r in base["required"] if r not in EXTENDED_FIELDS]
+    # each field's description is said once, at the root, not once per variant: the schema of a graph
+    # of ordinary size stays readable (and small, where a prompt shows it)
+    described = {name: prop.get("description", "") for name, prop in base["properties"].items()}
     variants = []
     for subject, relations, objects, bidirectional in typed_variants(schema):
         variant = copy.deepcopy(base)
@@ -142,7 +145,7 @@ def typed_triplet_search_schema(schema: GraphSchema, *, full: bool = False) -> d
         props["object_label"] = {**props["object_label"], "enum": list(objects)}
         props["bidirectional"] = {**props["bidirectional"], "enum": [bidirectional]}
         if not full:
-            variants.append(variant)
+            variants.append(_undescribed(variant))
             continue
         subject_fields = _fields(schema, (subject,))
         object_fields = _fields(schema, objects)
@@ -150,27 +153,33 @@ def typed_triplet_search_schema(schema: GraphSchema, *, full: bool = False) -> d
         props["object_where"] = _conditions(props["object_where"], object_fields)
         # order_by and limit come together or not at all (the planner's cross-field rule)
         unordered = copy.deepcopy(variant)
-        unordered["properties"]["order_by"] = {"type": "null", "description": props["order_by"].get("description", "")}
-        unordered["properties"]["limit"] = {"type": "null", "description": props["limit"].get("description", "")}
-        variants.append(unordered)
+        unordered["properties"]["order_by"] = {"type": "null"}
+        unordered["properties"]["limit"] = {"type": "null"}
+        variants.append(_undescribed(unordered))
         orders = [("subject", subject_fields), ("object", object_fields)]
         options = [_order(side, fields) for side, fields in orders if fields]
         if options:
             ordered = copy.deepcopy(variant)
-            order_desc = props["order_by"].get("description", "")
-            ordered["properties"]["order_by"] = {"anyOf": options, "description": order_desc}
-            ordered["properties"]["limit"] = {
-                "type": "integer",
-                "enum": list(LIMITS),
-                "description": props["limit"].get("description", ""),
-            }
-            variants.append(ordered)
+            ordered["properties"]["order_by"] = {"anyOf": options}
+            ordered["properties"]["limit"] = {"type": "integer", "enum": list(LIMITS)}
+            variants.append(_undescribed(ordered))
     # no "type" at the root: strict_schema would close an object node that has no
     # properties of its own; the variants are closed objects
+    fields = "\n".join(f"- {name}: {text}" for name, text in described.items() if text)
+    description = f"{base.get('description', '')}\nFields (every variant):\n{fields}".strip()
     typed: dict[str, Any] = strict_schema(
-        {"title": base.get("title", "TripletSearch"), "description": base.get("description", ""), "anyOf": variants}
+        {"title": base.get("title", "TripletSearch"), "description": description, "anyOf": variants}
     )
     return typed
+
+
+def _undescribed(node: Any) -> Any:
+    """``node`` without its ``description`` keys, at any depth (they are said once, at the root)."""
+    if isinstance(node, dict):
+        return {k: _undescribed(v) for k, v in node.items() if not (k == "description" and isinstance(v, str))}
+    if isinstance(node, list):
+        return [_undescribed(v) for v in node]
+    return node
 
 
 def typed_triplet_chain_schema(schema: GraphSchema, max_hops: int, *, full: bool = False) -> dict[str, Any]:

@@ -122,6 +122,15 @@ class NameIndex:
         allowed = set(labels)
         return sorted(e for e, label in self._by_key.get(key, ()) if label in allowed)
 
+    def named(self, labels: Sequence[str]) -> list[tuple[str, str]]:
+        """``(entity id, name key)`` of every entity of ``labels``, by its own name (aliases left out)."""
+        allowed = set(labels)
+        out: list[tuple[str, str]] = []
+        for entity_id, keys in self._keys.items():
+            if keys and any(e == entity_id and label in allowed for e, label in self._by_key.get(keys[0], ())):
+                out.append((entity_id, keys[0]))
+        return sorted(out)
+
     def keys_of(self, entity_id: str) -> tuple[str, ...]:
         """The name keys of an entity (empty if unknown)."""
         return self._keys.get(entity_id, ())

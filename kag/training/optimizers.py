@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from kag.errors import ConfigError, LanguageModelError
+from kag.training.explore import ExploreReport, SearchBudget
 from kag.training.trace import TraceEntry
 from kag.training.variables import Demo, Variable
 
@@ -62,8 +63,9 @@ class OptimizerContext:
     validation reward of the program with those variables (cached per distinct candidate);
     ``assign(candidate)`` makes them the program's; ``describe(name)`` the module's effective
     instructions, type and description; ``explore(outcomes, threshold)`` reruns failed examples
-    with one module's output replaced by each of its variants (``module.output_variants``) and
-    returns the runs that reached ``threshold``.
+    with one module's output replaced by each of its variants (``module.output_variants``) and, with a
+    :class:`~kag.training.explore.SearchBudget`, by outputs found from the label
+    (``module.outputs_for_answer``); it reports the runs that reached ``threshold`` and the cost.
     """
 
     variables: Callable[[], Candidate]
@@ -71,7 +73,7 @@ class OptimizerContext:
     assign: Callable[[Candidate], None]
     describe: Callable[[str], dict[str, Any]]
     rng: random.Random
-    explore: Callable[[Sequence[Outcome], float], Awaitable[list[Outcome]]] | None = None
+    explore: Callable[[Sequence[Outcome], float, SearchBudget | None], Awaitable[ExploreReport]] | None = None
     logs: dict[str, Any] = field(default_factory=dict)
 
 
@@ -99,10 +101,12 @@ class Optimizer:
         self.seed = seed
         self.teacher = teacher
         self.outcomes: dict[int, Outcome] = {}
+        self.aliases: dict[str, dict[str, dict[str, str]]] = {}  # per module, learned from labels
 
     def reset(self) -> None:
         """Forget what was collected (``fit`` calls it before training)."""
         self.outcomes = {}
+        self.aliases = {}
 
     async def on_batch_end(self, outcomes: Sequence[Outcome]) -> None:
         """Keep each example's best-rewarded run so far (a later, equal run replaces it: fresher demos)."""
@@ -115,31 +119,56 @@ class Optimizer:
         """Choose the variables for the next epoch (the default keeps them)."""
 
     async def choose(self, context: OptimizerContext, candidates: Sequence[Candidate]) -> None:
-        """Score the current variables and ``candidates``; keep the best (the earliest on a tie)."""
-        current = context.variables()
-        best, best_score = current, await context.score(current)
+        """Score the current variables and ``candidates``; keep the best.
+
+        A tie on the validation reward (a few validation questions tie often) goes to the variables
+        with more demos earned on the training data, so what training found is not thrown away by a
+        tie; then to the earliest. Aliases learned from labels are kept whatever is chosen.
+        """
+        current = self._with_aliases(context.variables())
+        best, best_key = current, (await context.score(current), _evidence(current))
         for candidate in candidates:
-            value = await context.score(candidate)
-            if value > best_score:
-                best, best_score = candidate, value
+            candidate = self._with_aliases(candidate)
+            key = (await context.score(candidate), _evidence(candidate))
+            if key > best_key:
+                best, best_key = candidate, key
         context.logs["candidates"] = len(candidates) + 1
         context.assign(best)
 
-    async def explore_failures(self, context: OptimizerContext, threshold: float, limit: int) -> None:
-        """Rerun up to ``limit`` failed examples with variants of their calls; keep the runs that pass.
+    def _with_aliases(self, candidate: Candidate) -> Candidate:
+        """``candidate`` with the aliases learned so far merged into its variables."""
+        if not self.aliases:
+            return candidate
+        out: Candidate = {}
+        for name, variable in candidate.items():
+            learned = self.aliases.get(name)
+            if learned and variable.trainable:
+                variable = variable.copy()
+                variable.aliases = {**variable.aliases, **learned}
+            out[name] = variable
+        return out
+
+    async def explore_failures(
+        self, context: OptimizerContext, threshold: float, limit: int, search: SearchBudget | None = None
+    ) -> None:
+        """Rerun up to ``limit`` failed examples with variants of their calls and, with a ``search``
+        budget, with outputs found from their labels; keep the runs that pass.
 
         The failed examples are chosen at random (the context's seeded generator), so each epoch
-        explores others; a found run replaces the failed one and so yields demos.
+        explores others; a found run replaces the failed one and so yields demos. The epoch's logs
+        get ``explored``, ``found``, ``found_from_answer``, ``searches`` (run on the knowledge
+        base) and ``search_budget_spent`` (examples whose budget or deadline ran out).
         """
         if not limit or context.explore is None:
             return
         failed = [o for _, o in sorted(self.outcomes.items()) if o.reward < threshold and o.traces]
         chosen = sorted(context.rng.sample(failed, min(limit, len(failed))), key=lambda o: o.index)
-        found = await context.explore(chosen, threshold)
-        for outcome in found:
+        report = await context.explore(chosen, threshold, search)
+        for outcome in report.found:
             self.outcomes[outcome.index] = outcome
-        context.logs["explored"] = len(chosen)
-        context.logs["found"] = len(found)
+        for module, aliases in report.aliases.items():
+            self.aliases.setdefault(module, {}).update(aliases)
+        context.logs.update(report.logs())
 
     def passing(self, threshold: float) -> list[Outcome]:
         """The kept outcomes whose reward is at least ``threshold`` (and above 0), in dataset order."""
@@ -156,6 +185,26 @@ class Optimizer:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.get_config()})"
+
+
+def _evidence(candidate: Candidate) -> int:
+    """How many demos earned on the training data a candidate's trainable variables hold."""
+    return sum(
+        1 for variable in candidate.values() if variable.trainable for demo in variable.demos if demo.reward is not None
+    )
+
+
+def _check_search(value: Any) -> SearchBudget | None:
+    """``search=``: ``True`` (the default budget), ``False``/``None`` (off), a budget or its config."""
+    if value is True:
+        return SearchBudget()
+    if value is False or value is None:
+        return None
+    if isinstance(value, SearchBudget):
+        return value
+    if isinstance(value, Mapping):
+        return SearchBudget.from_config(value)
+    raise ConfigError(f"search must be True, False, a SearchBudget or its config, got {value!r}.")
 
 
 def _demos_of(outcomes: Sequence[Outcome], module: str) -> list[Demo]:
@@ -259,6 +308,8 @@ class BootstrapFewShot(Optimizer):
         max_demos: runs per candidate. num_candidates: random candidates per epoch.
         threshold: the reward a run needs (1.0: only fully right answers).
         explore: failed examples explored per epoch (0: none).
+        search: also search for the output from each explored example's label (``True``: the default
+            :class:`~kag.training.explore.SearchBudget`; a budget or its config; ``False``: variants only).
     """
 
     name = "bootstrap_few_shot"
@@ -270,6 +321,7 @@ class BootstrapFewShot(Optimizer):
         *,
         threshold: float = 1.0,
         explore: int = 16,
+        search: bool | SearchBudget | Mapping[str, Any] | None = True,
         **kwargs: Any,
     ):
         super().__init__(**kwargs)
@@ -277,9 +329,10 @@ class BootstrapFewShot(Optimizer):
         self.num_candidates = _check_count(num_candidates, "num_candidates")
         self.threshold = _check_threshold(threshold)
         self.explore = _check_budget(explore)
+        self.search = _check_search(search)
 
     async def on_epoch_end(self, epoch: int, context: OptimizerContext) -> None:
-        await self.explore_failures(context, self.threshold, self.explore)
+        await self.explore_failures(context, self.threshold, self.explore, self.search)
         runs = self.passing(self.threshold)
         current = context.variables()
         candidates = []
@@ -304,6 +357,7 @@ class BootstrapFewShot(Optimizer):
             "num_candidates": self.num_candidates,
             "threshold": self.threshold,
             "explore": self.explore,
+            "search": self.search.get_config() if self.search is not None else False,
         }
 
 
@@ -317,22 +371,31 @@ class KNNFewShot(Optimizer):
     Args:
         k: demos shown per call. threshold: the reward a run needs. max_pool: the most demos kept
             per module (the earliest runs; ``None``: all). explore: failed examples explored per
-            epoch, as ``BootstrapFewShot`` does (0: none).
+            epoch, as ``BootstrapFewShot`` does (0: none). search: outputs searched from the labels
+            of explored examples, as ``BootstrapFewShot`` does.
     """
 
     name = "knn_few_shot"
 
     def __init__(
-        self, k: int = 4, *, threshold: float = 1.0, max_pool: int | None = None, explore: int = 16, **kwargs: Any
+        self,
+        k: int = 4,
+        *,
+        threshold: float = 1.0,
+        max_pool: int | None = None,
+        explore: int = 16,
+        search: bool | SearchBudget | Mapping[str, Any] | None = True,
+        **kwargs: Any,
     ):
         super().__init__(**kwargs)
         self.k = _check_count(k, "k")
         self.threshold = _check_threshold(threshold)
         self.max_pool = None if max_pool is None else _check_count(max_pool, "max_pool")
         self.explore = _check_budget(explore)
+        self.search = _check_search(search)
 
     async def on_epoch_end(self, epoch: int, context: OptimizerContext) -> None:
-        await self.explore_failures(context, self.threshold, self.explore)
+        await self.explore_failures(context, self.threshold, self.explore, self.search)
         runs = self.passing(self.threshold)
         current = context.variables()
         candidates = []
@@ -348,6 +411,7 @@ class KNNFewShot(Optimizer):
             "threshold": self.threshold,
             "max_pool": self.max_pool,
             "explore": self.explore,
+            "search": self.search.get_config() if self.search is not None else False,
         }
 
 

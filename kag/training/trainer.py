@@ -31,10 +31,11 @@ from kag._sync import SyncFacade, blocking
 from kag.errors import CheckpointError, ConfigError, KagError, RewardError, TrainingError
 from kag.files import atomic_write_json
 from kag.training.callbacks import Callback, CallbackList, ProgressBar
+from kag.training.explore import ExploreReport, FindsFromAnswer, SearchBudget, Varies
 from kag.training.history import History
 from kag.training.optimizers import Candidate, Optimizer, OptimizerContext, Outcome, get_optimizer
 from kag.training.rewards import Reward, get_reward
-from kag.training.trace import forcing, tracing
+from kag.training.trace import TraceEntry, forcing, tracing
 from kag.training.variables import FORMAT, VERSION, Variable, check_variables_document
 
 __all__ = ["Trainer", "TrainerSync"]
@@ -287,21 +288,74 @@ class Trainer:
 
         return await _bounded(list(indices), one, concurrency)
 
+    async def _forced(
+        self, outcome: Outcome, x: Sequence[Any], y: Sequence[dict[str, Any]], outputs: dict[str, dict[str, Any]]
+    ) -> Outcome:
+        """The example's run with some modules' outputs forced."""
+        with forcing(outputs):
+            [(found, _)] = await self._score_examples([outcome.index], x, y, trace=True, concurrency=1)
+        return found
+
     async def _explore(
-        self, outcome: Outcome, x: Sequence[Any], y: Sequence[dict[str, Any]], threshold: float
+        self,
+        outcome: Outcome,
+        x: Sequence[Any],
+        y: Sequence[dict[str, Any]],
+        threshold: float,
+        budget: SearchBudget | None,
+        report: ExploreReport,
     ) -> Outcome | None:
-        """The first variant run of a failed example that reaches ``threshold`` (``None``: none does)."""
+        """The first run of a failed example that reaches ``threshold`` with one module's output
+        replaced: (with a ``budget``) by an output found from the label itself, checked against the
+        graph before any model runs, then by a variant of what it wrote. ``None``: none does. Costs
+        and learned aliases go into ``report``."""
         modules = self.trainable_modules()
         for entry in outcome.traces:
-            variants_of = getattr(modules.get(entry.module), "output_variants", None)
-            if variants_of is None:
-                continue
-            for variant in variants_of(entry.output):
-                with forcing({entry.module: variant}):
-                    [(found, _)] = await self._score_examples([outcome.index], x, y, trace=True, concurrency=1)
-                if found.reward >= threshold:
+            module = modules.get(entry.module)
+            if budget is not None and isinstance(module, FindsFromAnswer):
+                found = await self._from_answer(module, entry, outcome, x, y, threshold, budget, report)
+                if found is not None:
                     return found
+            if isinstance(module, Varies):
+                for variant in module.output_variants(entry.output):
+                    found = await self._forced(outcome, x, y, {entry.module: variant})
+                    if found.reward >= threshold:
+                        return found
         return None
+
+    async def _from_answer(
+        self,
+        module: FindsFromAnswer,
+        entry: TraceEntry,
+        outcome: Outcome,
+        x: Sequence[Any],
+        y: Sequence[dict[str, Any]],
+        threshold: float,
+        budget: SearchBudget,
+        report: ExploreReport,
+    ) -> Outcome | None:
+        """The simplest output found from the label whose whole run reaches ``threshold`` (at most
+        ``budget.confirm`` runs); the aliases it needs go into ``report``."""
+        search = await module.outputs_for_answer(entry.input, outcome.y_true, budget)
+        report.searches += search.searches
+        report.exhausted += search.exhausted is not None
+        for output, learned in zip(search.outputs[: budget.confirm], search.learned, strict=False):
+            found = await self._forced(outcome, x, y, {entry.module: output})
+            if found.reward >= threshold:
+                report.from_answer += 1
+                aliases = learned.get("aliases") or {}
+                if aliases:
+                    report.aliases.setdefault(entry.module, {}).update(aliases)
+                return found
+        return None
+
+    async def _check_aliases(self, aliases: Mapping[str, Mapping[str, Mapping[str, str]]]) -> None:
+        """Each module refuses aliases it cannot keep (a name another entity already has)."""
+        modules = self.trainable_modules()
+        for name, found in aliases.items():
+            module = modules.get(name)
+            if isinstance(module, FindsFromAnswer):
+                await module.check_aliases(found)
 
     def _summary(self, scored: Sequence[tuple[Outcome, dict[str, float]]], prefix: str = "") -> dict[str, Any]:
         n = len(scored)
@@ -447,10 +501,15 @@ class Trainer:
         async def score(candidate: Candidate) -> float:
             return float(self._summary(await scored(candidate))["reward"])
 
-        async def explore(failed: Sequence[Outcome], threshold: float) -> list[Outcome]:
+        async def explore(failed: Sequence[Outcome], threshold: float, budget: SearchBudget | None) -> ExploreReport:
+            report = ExploreReport(explored=len(failed))
             with self._taught(optimizer.teacher):
-                found = await _bounded(list(failed), lambda o: self._explore(o, items, labels, threshold), workers)
-            return [o for o in found if o is not None]
+                found = await _bounded(
+                    list(failed), lambda o: self._explore(o, items, labels, threshold, budget, report), workers
+                )
+            report.found = [o for o in found if o is not None]
+            await self._check_aliases(report.aliases)
+            return report
 
         history = History()
         extra = [ProgressBar()] if verbose else []

@@ -92,12 +92,16 @@ class Variable:
         nearest: ``None`` shows every demo on every call; an integer ``k`` shows each call
             only the ``k`` demos whose input is most similar to its own (the pool is ``demos``).
         trainable: whether optimizers may change this variable.
+        aliases: other names learned from labels, ``{name key: {"label": ..., "name": ...}}``: a
+            search that quotes the key (a long form, a translation, a former name the graph lacks)
+            is run with the entity's name (see ``KnowledgeRetriever``). Never written to the graph.
     """
 
     instructions: str | list[str] | None = None
     demos: list[Demo] = field(default_factory=list)
     nearest: int | None = None
     trainable: bool = True
+    aliases: dict[str, dict[str, str]] = field(default_factory=dict)
     _pool_key: tuple[int, str] | None = field(default=None, init=False, repr=False, compare=False)
     _pool_vectors: np.ndarray | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -108,24 +112,28 @@ class Variable:
             raise ConfigError(f"nearest must be a positive integer or None, got {self.nearest!r}.")
         if self.instructions is not None and not isinstance(self.instructions, str | list):
             raise ConfigError("instructions must be a string, a list of strings, or None.")
+        self.aliases = check_aliases(self.aliases, "aliases")
 
     # -- state -----------------------------------------------------------------------------
     def get_config(self) -> dict[str, Any]:
         """The variable as JSON: instructions, demos (with rewards), nearest, trainable."""
         instructions = list(self.instructions) if isinstance(self.instructions, list) else self.instructions
-        return {
+        config: dict[str, Any] = {
             "instructions": instructions,
             "demos": [d.get_config() for d in self.demos],
             "nearest": self.nearest,
             "trainable": self.trainable,
         }
+        if self.aliases:  # only where some were learned: older files read the same
+            config["aliases"] = {key: dict(value) for key, value in sorted(self.aliases.items())}
+        return config
 
     @classmethod
     def from_config(cls, config: Any, where: str = "variable") -> Variable:
         """Rebuild from :meth:`get_config` output; unknown keys are refused."""
         if not isinstance(config, Mapping):
             raise ConfigError(f"{where} must be an object, got {type(config).__name__}.")
-        unknown = sorted(set(config) - {"instructions", "demos", "nearest", "trainable"})
+        unknown = sorted(set(config) - {"instructions", "demos", "nearest", "trainable", "aliases"})
         if unknown:
             raise ConfigError(f"{where} has unknown key(s) {unknown}.")
         demos = config.get("demos") or []
@@ -139,6 +147,7 @@ class Variable:
             demos=[Demo.from_config(d, f"{where}.demos[{i}]") for i, d in enumerate(demos)],
             nearest=config.get("nearest"),
             trainable=bool(config.get("trainable", True)),
+            aliases=check_aliases(config.get("aliases") or {}, f"{where}.aliases"),
         )
 
     def copy(self) -> Variable:
@@ -148,13 +157,15 @@ class Variable:
             demos=list(self.demos),
             nearest=self.nearest,
             trainable=self.trainable,
+            aliases={key: dict(value) for key, value in self.aliases.items()},
         )
 
     def assign(self, other: Variable) -> None:
-        """Take ``other``'s instructions, demos and ``nearest`` (``trainable`` stays)."""
+        """Take ``other``'s instructions, demos, ``nearest`` and aliases (``trainable`` stays)."""
         self.instructions = copy.copy(other.instructions)
         self.demos = list(other.demos)
         self.nearest = other.nearest
+        self.aliases = {key: dict(value) for key, value in other.aliases.items()}
         self._pool_key = None
         self._pool_vectors = None
 
@@ -196,6 +207,26 @@ class Variable:
         order = sorted(range(n), key=lambda i: (-_finite(float(scores[0][i])), -_finite(float(second[i])), i))
         # shown most similar last, next to the question: a small model copies the nearest example most
         return [self.demos[i] for i in reversed(order[: self.nearest])]
+
+
+def check_aliases(aliases: Any, where: str) -> dict[str, dict[str, str]]:
+    """``{name key: {"label", "name"}}`` checked: non-empty strings, an alias naming one entity."""
+    if not isinstance(aliases, Mapping):
+        raise ConfigError(f"{where} must be an object {{alias: {{'label': ..., 'name': ...}}}}, got {aliases!r}.")
+    out: dict[str, dict[str, str]] = {}
+    for key, value in aliases.items():
+        if not isinstance(key, str) or not key.strip():
+            raise ConfigError(f"{where} has an empty or non-string alias {key!r}.")
+        if (
+            not isinstance(value, Mapping)
+            or set(value) != {"label", "name"}
+            or not all(isinstance(v, str) and v.strip() for v in value.values())
+        ):
+            raise ConfigError(
+                f"{where}[{key!r}] must be {{'label': <entity label>, 'name': <entity name>}}, got {value!r}."
+            )
+        out[key] = {"label": str(value["label"]), "name": str(value["name"])}
+    return out
 
 
 def _cosines(pool: np.ndarray, query: np.ndarray) -> np.ndarray:

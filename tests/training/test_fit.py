@@ -8,12 +8,17 @@ from typing import Any
 
 import pytest
 
+from kag.lm.base import ModelCapabilities
 import kag
 from kag.errors import InvalidInputError, RewardError, TrainingError
 from kag.training import BootstrapFewShot, KNNFewShot, LambdaCallback, RandomFewShot
 from tests.training.conftest import Answer, DemoCopyLM, Query, _search, build_program, questions
 
 pytestmark = pytest.mark.timeout(120)
+
+
+# what LlamaCppLM declares: sampling under a grammar, demos narrowed, the scope gate on
+LLAMA_LIKE = ModelCapabilities(grammar=True, narrow_to_demos=True, scope_gate=True)
 
 
 def split() -> tuple[tuple[list[Any], list[Any]], tuple[list[Any], list[Any]]]:
@@ -293,7 +298,7 @@ async def test_each_model_gets_the_search_schema_it_can_fill_and_demos_read_like
     from kag.training import Demo, Variable
 
     class Constrained(kag.LexicalLM):
-        constrained_decoding = True  # as LlamaCppLM: gets the endpoint-typed schema, no extended fields
+        capabilities = LLAMA_LIKE  # as LlamaCppLM: gets the endpoint-typed schema, no extended fields
 
     program = build_program(capitals_kb, Constrained(knowledge_base=capitals_kb), max_hops=2)
     retriever = program.modules["retriever"]
@@ -321,7 +326,7 @@ async def test_a_constrained_model_may_only_quote_the_question_in_its_search(cap
     from kag.lm import ScriptedLM
 
     class ConstrainedScript(ScriptedLM):
-        constrained_decoding = True
+        capabilities = LLAMA_LIKE  # as LlamaCppLM
 
     guessed = {**_search("City", "Zorvik", "Country", "*")}  # the answer it guessed, not a name the question holds
     quoted = {**_search("City", "*", "Country", "Elandor")}
@@ -330,7 +335,10 @@ async def test_a_constrained_model_may_only_quote_the_question_in_its_search(cap
     answer = await program(Query(query="What is the capital of Elandor?"))
     assert answer.entities == ["Zorvik"]
     first = lm.calls[0]["schema"]
-    assert '"enum": ["*", "capital", "Elandor"' in json.dumps(first)  # "What", "is the" name nothing
+    # only a span the graph links to an entity of the side's label: "Elandor" names a Country; "capital"
+    # (a word, not a name) and "What", "is the" name nothing
+    assert '"enum": ["*", "Elandor"]' in json.dumps(first)
+    assert '"capital"' not in json.dumps(first)
     assert '"Zorvik"' not in json.dumps(first) and '"Elandor"' in json.dumps(first)
     assert len(lm.calls) == 2  # the guess was refused and repaired
     plain = build_program(capitals_kb, ScriptedLM([guessed]), quote_names=False)
