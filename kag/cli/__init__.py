@@ -336,6 +336,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--no-access-log", action="store_true", help="do not log each request (logger kag.server.access)"
     )
+    serve.add_argument(
+        "--write-timeout",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="deadline of each Neo4j write transaction, retries included (default $KAG_NEO4J_WRITE_TIMEOUT, else 30)",
+    )
     return parser
 
 
@@ -685,7 +692,13 @@ async def _serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if warning:
             print(f"kag: {warning}", file=err, flush=True)
     logging.getLogger("kag.server.access").setLevel(logging.WARNING if args.no_access_log else logging.INFO)
-    service = _service(args, name=args.name, description=args.description, source_roots=args.source_root)
+    service = _service(
+        args,
+        name=args.name,
+        description=args.description,
+        source_roots=args.source_root,
+        write_timeout=args.write_timeout,
+    )
     app = None
     try:
         await _prepare(service, args, err)

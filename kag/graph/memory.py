@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 import networkx as nx
 import numpy as np
 
+from kag._sync import LoopLock
 from kag.errors import ConfigError, StoreFormatError
 from kag.files import atomic_write_bytes, atomic_write_json
 from kag.graph.base import NodeRecord, PlanResult, RelationRecord
@@ -41,7 +42,7 @@ from kag.runtime import paused_gc
 _R = TypeVar("_R")
 
 
-async def run_locked(lock: asyncio.Lock, fn: Callable[..., _R], *args: Any) -> _R:
+async def run_locked(lock: asyncio.Lock | LoopLock, fn: Callable[..., _R], *args: Any) -> _R:
     """``fn(*args)`` in a worker thread while holding ``lock`` (until the thread ends, even if cancelled)."""
     async with lock:
         work = asyncio.ensure_future(asyncio.to_thread(fn, *args))
@@ -79,8 +80,8 @@ class MemoryGraphStore:
         self._approximate_min_rows = approximate_min_rows
         self._clear_state()
         # held by each search (in a worker thread) and each write (on the loop), here and in
-        # the attached passage store; it binds to a loop only while contended
-        self.lock = asyncio.Lock()
+        # the attached passage store; one lock per event loop, so the store outlives an asyncio.run
+        self.lock = LoopLock()
         if self.path is not None and not self.path.parent.is_dir():
             raise ConfigError(
                 f"memory://{self.path}: the directory {self.path.parent} does not exist; create it first."

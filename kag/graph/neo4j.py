@@ -22,6 +22,14 @@
   Neo4j reports it read-only, then executed in a read transaction;
 * driver errors become typed ``kag.errors`` that say what to do; transient
   failures are retried with bounded exponential backoff;
+* an outage fails fast: a call that cannot reach the server checks at once whether it
+  answers at all (``RETURN 1`` within ``connection_timeout``). When it does not, the store
+  records the outage (:attr:`Neo4jGraphStore.outage`) and every call raises
+  :class:`~kag.errors.BackendUnavailableError` at once, without retrying, while one call
+  every ``PROBE_INTERVAL`` seconds checks again; the first answer ends the outage. A write
+  transaction has a deadline, ``write_timeout`` (retries included), after which it raises
+  :class:`~kag.errors.WriteTimeoutError`: it may or may not have committed, and since
+  every write is idempotent (``MERGE`` by id) re-running it is safe;
 * namespaces (tenants): a store reads and writes only its ``namespace``. Every node
   and relationship kag writes carries it as the ``kag_ns`` property, the uniqueness
   constraints are on ``(id, kag_ns)``, and every MATCH, MERGE and DELETE of the store
@@ -34,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import math
 import os
 import random
 import threading
@@ -57,6 +66,7 @@ from kag.errors import (
     StoreError,
     StoreFormatError,
     UnsafeQueryError,
+    WriteTimeoutError,
 )
 from kag.graph.base import DIRECT, SOURCES, NodeRecord, PlanResult, PlanRow, RelationRecord
 from kag.graph.neo4j_anchor import FIRST_ANCHORS, GROWTH, AnchorScorer, proven, threshold_boundary, version_bump
@@ -79,10 +89,71 @@ READ_ONLY_CACHE_SIZE = 512  # query texts remembered as read-only
 SLOW_QUERY_SECONDS = 1.0  # statements at least this slow are logged at WARNING
 ENTITY = "KagEntity"  # shared label of entity nodes: one id index for lookups and endpoints
 _RETRYABLE = (nx.ServiceUnavailable, nx.SessionExpired, nx.TransientError, OSError)
+# failures that may mean the server is gone (not busy): a probe decides between a blip and an outage
+_UNREACHABLE = (nx.ServiceUnavailable, nx.SessionExpired, OSError)
+PROBE_INTERVAL = 0.5  # during an outage, one call this often checks whether the server answers again
+WRITE_TIMEOUT = 30.0  # default deadline of one write transaction, retries included (KAG_NEO4J_WRITE_TIMEOUT)
+RETRY_AFTER = 1  # seconds a client is told to wait during an outage (HTTP Retry-After)
 MATRIX_RELOADS = ("wait", "background")  # how exact searches meet a stale label matrix
 RELATION_BATCH = 5000  # rows per relation transaction in bulk_upsert (measured: 1000 -> 5000 about 20% faster)
 INDEX_WAIT_SECONDS = 300  # how long a search or ensure_schema waits for an index Neo4j is populating
 _LOCK = "kag_write_lock"  # set then removed in one statement: takes the write lock before provenance is read
+
+
+def write_timeout_setting(value: float | None = None) -> float | None:
+    """``value``, else ``$KAG_NEO4J_WRITE_TIMEOUT`` (seconds; ``0`` or ``none``: no deadline), else 30 s."""
+    raw: object = value
+    if value is None:
+        env = os.environ.get("KAG_NEO4J_WRITE_TIMEOUT", "").strip()
+        if not env:
+            return WRITE_TIMEOUT
+        if env.lower() in ("0", "none", "off"):
+            return None
+        raw = env
+    try:
+        seconds = float(raw)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        seconds = float("nan")
+    if not seconds > 0 or seconds == float("inf"):
+        raise ConfigError(
+            f"write_timeout must be a number of seconds > 0, got {raw!r} "
+            "(from $KAG_NEO4J_WRITE_TIMEOUT when not passed; 'none' there turns the deadline off)."
+        )
+    return seconds
+
+
+class Outage:
+    """What one store (and the stores sharing its driver) knows about the server being unreachable.
+
+    ``since`` is the monotonic time the outage was noticed (``None``: the server answered last);
+    ``reason`` the error that showed it. Loop-free: plain values, set between awaits.
+    """
+
+    def __init__(self) -> None:
+        self.since: float | None = None
+        self.reason = ""
+        self.last_probe = -math.inf
+        self.probing = False
+
+    @property
+    def down(self) -> bool:
+        """Whether the last check found the server unreachable."""
+        return self.since is not None
+
+    def seconds(self) -> float:
+        """How long the outage has lasted (0 when there is none)."""
+        return 0.0 if self.since is None else time.monotonic() - self.since
+
+    def mark_down(self, reason: str) -> None:
+        if self.since is None:
+            self.since = time.monotonic()
+            log.warning("Neo4j unreachable (%s): failing calls fast until it answers", reason)
+        self.reason = reason
+
+    def mark_up(self) -> None:
+        if self.since is not None:
+            log.warning("Neo4j answers again after %.1f s", self.seconds())
+        self.since, self.reason = None, ""
 
 
 class Neo4jGraphStore:
@@ -111,6 +182,7 @@ class Neo4jGraphStore:
         namespace: str = DEFAULT_NAMESPACE,
         relation_batch_size: int = RELATION_BATCH,
         matrix_reload: str | None = None,
+        write_timeout: float | None = None,
     ) -> None:
         """Settings not given here come from ``NEO4J_USERNAME`` (or the older ``NEO4J_USER``),
         ``NEO4J_PASSWORD`` and ``NEO4J_DATABASE``. ``driver`` is a caller's own sync or async
@@ -123,7 +195,11 @@ class Neo4jGraphStore:
         meets a label matrix made stale by a write (see :mod:`kag.graph.neo4j_anchor`). ``"wait"``
         reloads it first, so every result is the memory store's bit for bit; ``"background"``
         reloads it in a background task and answers meanwhile from Cypher (the same rows, scores
-        from Neo4j's float32 cosine), so no search waits seconds after a write."""
+        from Neo4j's float32 cosine), so no search waits seconds after a write.
+        ``write_timeout`` (else ``$KAG_NEO4J_WRITE_TIMEOUT``, else 30 s; ``"none"`` in the variable:
+        no deadline): the seconds one write transaction may take, retries included, before it raises
+        :class:`~kag.errors.WriteTimeoutError` (see the module docstring). ``connection_timeout``
+        bounds opening a connection, Bolt handshake and login included, and each outage check."""
         if batch_size < 1 or relation_batch_size < 1 or max_retries < 0 or atomic_rows < 0:
             raise ConfigError("batch_size and relation_batch_size must be >= 1, max_retries and atomic_rows >= 0.")
         if username is not None and user is not None and username != user:
@@ -149,10 +225,16 @@ class Neo4jGraphStore:
         self.atomic_rows = atomic_rows
         self.max_retries = max_retries
         self.backoff = backoff
+        if not connection_timeout > 0:
+            raise ConfigError(f"connection_timeout must be > 0 seconds, got {connection_timeout!r}.")
         self._connection_timeout = connection_timeout
         self._max_transaction_retry_time = max_transaction_retry_time
+        self.write_timeout = write_timeout_setting(write_timeout)
+        # shared with the stores of other namespaces made by in_namespace (one server)
+        self.outage = Outage()
         # an AsyncDriver, or a caller's sync driver behind _SyncDriver (the same calls, awaited)
         self._driver: Any = driver
+        self._driver_loop: asyncio.AbstractEventLoop | None = None  # the loop kag's own driver was opened in
         self._entity_labels: tuple[str, ...] = ()
         self._relation_labels: tuple[str, ...] = ()
         # query texts EXPLAIN has proven read-only, least recently used first (bounded: texts vary)
@@ -168,8 +250,19 @@ class Neo4jGraphStore:
     # -- connection -----------------------------------------------------------
     @property
     def driver(self) -> AsyncDriver:
-        if self._driver is None:
-            self._driver = AsyncGraphDatabase.driver(self.uri, **self._driver_options())
+        """The async driver. One kag opened is opened again in a new event loop: an async driver's
+        connections belong to the loop that opened them (one ``asyncio.run`` after another)."""
+        if self._parent is not None and not self._owns_driver:
+            self._driver = self._parent.driver  # a store of another namespace follows its parent's
+            return self._driver
+        if self._owns_driver:
+            loop = _running_loop()
+            if self._driver is not None and loop is not None and self._driver_loop not in (None, loop):
+                # opened in a loop that has ended (or runs elsewhere): its sockets go with that loop
+                self._driver = None
+            if self._driver is None:
+                self._driver = AsyncGraphDatabase.driver(self.uri, **self._driver_options())
+                self._driver_loop = loop
         return self._driver
 
     def _driver_options(self) -> dict[str, Any]:
@@ -177,6 +270,9 @@ class Neo4jGraphStore:
         return {
             "auth": (self.user, self._password) if self._password is not None else None,
             "connection_timeout": self._connection_timeout,
+            # a port that accepts TCP and never answers: the handshake and login are bounded by this
+            # (the driver's default, 60 s, would hold every call that long)
+            "connection_acquisition_timeout": self._connection_timeout,
             "max_transaction_retry_time": self._max_transaction_retry_time,
             # kag's statements are generated: the server's notifications about them (a property
             # not in an empty database yet, ...) say nothing to a user, yet the driver logs them
@@ -197,7 +293,11 @@ class Neo4jGraphStore:
             atomic_rows=self.atomic_rows,
             namespace=namespace,
             matrix_reload=self.matrix_reload,
+            connection_timeout=self._connection_timeout,
+            max_transaction_retry_time=self._max_transaction_retry_time,
         )
+        other.write_timeout = self.write_timeout
+        other.outage = self.outage
         other._driver = self.driver  # shared as is (a caller's sync driver is already wrapped)
         other._owns_driver = False
         other._parent = self
@@ -238,22 +338,48 @@ class Neo4jGraphStore:
             return BackendUnavailableError(f"Neo4j stayed busy while {what}: {exc}. Retry later.")
         return QueryError(f"Neo4j rejected a query while {what}: {exc}")
 
-    async def retry(self, what: str, fn: Callable[[], Awaitable[T]]) -> T:
+    async def retry(self, what: str, fn: Callable[[], Awaitable[T]], *, write: bool = False) -> T:
         """Run ``fn`` with bounded, jittered retries on transient errors; translate driver errors.
 
-        ``what`` completes the sentence "... while <what>" in error messages and logs.
+        ``what`` completes the sentence "... while <what>" in error messages and logs. During an
+        outage (see the module docstring) it raises :class:`~kag.errors.BackendUnavailableError`
+        at once. With ``write``, the whole call, retries included, has ``write_timeout`` seconds.
         """
+        if not write or self.write_timeout is None:
+            return await self._retry(what, fn)
+        deadline = asyncio.timeout(self.write_timeout)
+        try:
+            async with deadline:
+                return await self._retry(what, fn)
+        except TimeoutError as exc:
+            if not deadline.expired():
+                raise
+            raise WriteTimeoutError(
+                f"Neo4j at {self.uri} did not finish {what} within write_timeout={self.write_timeout:g} s "
+                f"(retries included). The write may or may not have happened: a transaction that reached the "
+                "server before the deadline can still commit. kag's writes are idempotent (MERGE by id): the "
+                "same call can simply be re-run, safely. Raise write_timeout (or $KAG_NEO4J_WRITE_TIMEOUT, "
+                "kag serve --write-timeout) for writes that are just slow."
+            ) from exc
+
+    async def _retry(self, what: str, fn: Callable[[], Awaitable[T]]) -> T:
+        await self.check_outage(what)
         attempt = 0
         while True:
             try:
-                return await fn()
+                result = await fn()
+                self.outage.mark_up()
+                return result
             except (nx.AuthError, nx.ConfigurationError) as exc:
                 raise self._translate(exc, what) from exc
             except _RETRYABLE as exc:
-                if attempt >= self.max_retries:
+                lost = isinstance(exc, _UNREACHABLE)
+                # a lost connection is retried only if the server still answers: an outage fails fast
+                if attempt >= self.max_retries or (lost and not await self.answers()):
                     raise self._translate(exc, what) from exc
-                # bounded exponential backoff with jitter
-                delay = self.backoff * (2**attempt) * (0.5 + random.random() / 2)
+                # bounded exponential backoff with jitter; none after a stale connection to a server
+                # that just answered (the pool's connections from before a restart fail one by one)
+                delay = 0.0 if lost else self.backoff * (2**attempt) * (0.5 + random.random() / 2)
                 log.warning(
                     "Neo4j %s failed while %s (%s); retry %d in %.2fs",
                     self.uri,
@@ -266,6 +392,63 @@ class Neo4jGraphStore:
                 attempt += 1
             except nx.Neo4jError as exc:
                 raise self._translate(exc, what) from exc
+            except nx.DriverError as exc:  # e.g. no connection within connection_acquisition_timeout
+                await self.answers()  # records an outage when the server is gone
+                raise self._translate(exc, what) from exc
+
+    async def answers(self) -> bool:
+        """Whether the server answers ``RETURN 1`` within ``connection_timeout``; records an outage or its end."""
+        outage = self.outage
+        outage.last_probe = time.monotonic()
+        try:
+            async with asyncio.timeout(self._connection_timeout):
+                async with self.driver.session(database=self.database, default_access_mode=neo4j.READ_ACCESS) as s:
+                    await (await s.run("RETURN 1")).consume()
+        except (*_RETRYABLE, nx.DriverError, nx.Neo4jError, TimeoutError) as exc:
+            if isinstance(exc, nx.AuthError):
+                outage.mark_up()  # it answers: the credentials are the problem, reported as such
+                return True
+            reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            if isinstance(exc, TimeoutError):
+                reason = f"no answer within connection_timeout={self._connection_timeout:g} s"
+            outage.mark_down(reason)
+            return False
+        outage.mark_up()
+        return True
+
+    async def check_outage(self, what: str) -> None:
+        """Raise :class:`~kag.errors.BackendUnavailableError` at once during an outage, except for the
+        one call every ``PROBE_INTERVAL`` seconds that checks whether the server answers again."""
+        outage = self.outage
+        if not outage.down:
+            return
+        if not outage.probing and time.monotonic() - outage.last_probe >= PROBE_INTERVAL:
+            outage.probing = True  # set before the await: one check at a time, the others fail fast
+            try:
+                if await self.answers():
+                    return
+            finally:
+                outage.probing = False
+        error = BackendUnavailableError(
+            f"Neo4j at {self.uri} has not answered for {outage.seconds():.1f} s ({outage.reason}), so kag did "
+            f"not try {what}. It checks again every {PROBE_INTERVAL:g} s and serves as soon as the server "
+            f"answers: retry in about {RETRY_AFTER} s. Writes are idempotent: an interrupted write or ingest "
+            "can simply be re-run."
+        )
+        error.retry_after = RETRY_AFTER  # type: ignore[attr-defined]  # read by the HTTP server
+        raise error
+
+    async def ping(self) -> None:
+        """Raise :class:`~kag.errors.BackendUnavailableError` unless the server answers ``RETURN 1``
+        (during a known outage: at once, unless this is the call that checks again)."""
+        if self.outage.down:
+            await self.check_outage("checking health")  # returns only when its check found the server back
+            return
+        if not await self.answers():
+            raise BackendUnavailableError(
+                f"Neo4j at {self.uri} does not answer ({self.outage.reason}). Is the server running? "
+                f"kag checks again every {PROBE_INTERVAL:g} s and serves as soon as it answers."
+            )
 
     def session(self) -> Any:
         """A session for an explicit transaction, on the bookmark manager ``execute_query`` uses.
@@ -292,7 +475,7 @@ class Neo4jGraphStore:
             )
 
         started = time.perf_counter()
-        result = await self.retry(what, call)
+        result = await self.retry(what, call, write=write)
         elapsed = time.perf_counter() - started
         if elapsed >= SLOW_QUERY_SECONDS:
             log.warning("slow Neo4j query while %s: %.3fs", what, elapsed)
@@ -322,9 +505,20 @@ class Neo4jGraphStore:
         self._entity_labels = tuple(entity_labels)
         self._relation_labels = tuple(relation_labels)
         dims = int(dimensions)
+        await self.check_outage("connecting")
         try:  # fail fast on a server that is down or refuses us, before any retrying query
-            await self.driver.verify_connectivity()
+            async with asyncio.timeout(self._connection_timeout * 2):  # the routing table, then the server
+                await self.driver.verify_connectivity()
+        except TimeoutError as exc:
+            self.outage.mark_down(f"no answer within connection_timeout={self._connection_timeout:g} s")
+            raise BackendUnavailableError(
+                f"Neo4j at {self.uri} accepted a connection but did not answer within connection_timeout="
+                f"{self._connection_timeout:g} s while connecting. Is something else listening on that port, "
+                "or is the server still starting? Check the address (the URI given, else KAG_KB, else NEO4J_URI)."
+            ) from exc
         except (*_RETRYABLE, nx.DriverError, nx.Neo4jError) as exc:
+            if isinstance(exc, _UNREACHABLE):
+                self.outage.mark_down(f"{type(exc).__name__}: {exc}")
             raise self._translate(exc, "connecting") from exc
         await self._adopt_unnamespaced(entity_labels, relation_labels)
         ns = quote(NAMESPACE)
@@ -456,7 +650,7 @@ class Neo4jGraphStore:
                 return done
 
         started = time.perf_counter()
-        result = await self.retry(what, call)
+        result = await self.retry(what, call, write=True)
         elapsed = time.perf_counter() - started
         if elapsed >= SLOW_QUERY_SECONDS:
             log.warning("slow Neo4j transaction while %s: %.3fs", what, elapsed)
@@ -545,7 +739,7 @@ class Neo4jGraphStore:
             started = time.perf_counter()
             # counted as this store's own writes: a matrix they alone made stale reads back just their nodes
             with self.anchor_scorer.writes.writing(written[i][0] for i in group if i in written) as done:
-                await self.retry(what, call)
+                await self.retry(what, call, write=True)
                 for i in group:
                     if i in written:  # one stamp per node statement
                         label, ids = written[i]
@@ -920,6 +1114,13 @@ class Neo4jGraphStore:
                 await (await session.run(query, {"ns": self.namespace})).consume()
 
         await self.retry("clearing the graph", call)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 class _Rows(list[dict[str, Any]]):

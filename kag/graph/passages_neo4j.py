@@ -68,6 +68,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from kag._sync import LoopLock
 from kag.errors import ConfigError, EmbeddingError, InvalidInputError
 from kag.graph.ann import IVFIndex, ProjectedIndex
 from kag.graph.neo4j import ENTITY, Neo4jGraphStore
@@ -169,7 +170,7 @@ class Neo4jPassageStore:
         self._warned = False
         self._inverse: tuple[LabelMatrix, np.ndarray] | None = None  # 1 / norms of the cached chunk matrix
         self._screen: _Screen | None = None  # built on the first approximate search, carried over reloads
-        self._screen_lock = asyncio.Lock()
+        self._screen_lock = LoopLock()  # per event loop: the store outlives an asyncio.run
 
     # -- schema ---------------------------------------------------------------
     async def ensure_schema(self, dimensions: int) -> None:
@@ -257,7 +258,7 @@ class Neo4jPassageStore:
                 result: list[int] = await session.execute_write(work)
                 return result
 
-        return await store.retry(what, call)
+        return await store.retry(what, call, write=True)
 
     async def write(
         self, documents: Sequence[DocumentRecord], chunks: Sequence[ChunkRecord], mentions: Sequence[Mention]
@@ -382,7 +383,7 @@ class Neo4jPassageStore:
                 return found
 
         with store.anchor_scorer.writes.writing([CHUNK]) as done:  # deleted chunks leave the label's id list
-            found = await store.retry("deleting documents", call)
+            found = await store.retry("deleting documents", call, write=True)
             done[CHUNK] = (1, [])
         return found
 

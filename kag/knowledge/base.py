@@ -7,14 +7,13 @@ triplet and similarity searches, and turns stored rows back into models.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from kag._sync import SyncFacade, blocking
+from kag._sync import LoopLock, SyncFacade, blocking
 from kag.datamodels.base import Entity, Relation, check_storable, per_class
 from kag.datamodels.schema import GraphSchema
 from kag.errors import ConfigError, CypherUnsupportedError, EmbeddingError, InvalidInputError, SchemaError
@@ -82,7 +81,7 @@ class KnowledgeBase:
         self.store: GraphStore = store if store is not None else open_store(uri, **store_options)
         self.uri = self.store.uri
         self._ready = False
-        self._ready_lock = asyncio.Lock()
+        self._ready_lock = LoopLock()  # per event loop: a knowledge base outlives an asyncio.run
         self.revision = 0  # bumped by every write, so caches built from the graph can tell they are stale
         # revision -> the ids that write touched, for the last WRITE_LOG writes made by upsert/delete
         self._writes: dict[int, frozenset[str]] = {}

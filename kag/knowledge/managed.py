@@ -8,17 +8,22 @@ go to the graph (documents, chunks, entities, relations) or, for knowledge over 
 ``delete`` selects and ``refresh``'s desired set are in :mod:`kag.knowledge.lifecycle`; passage
 ranking is in :mod:`kag.knowledge.passage_search`. ``Knowledge`` checks its arguments and
 whether it is managed before it calls in here.
+
+Reads never take the write lock: once the schema exists and nothing is staged, :meth:`ManagedIndex.ready`
+returns without waiting, so a slow write (a backend outage, a large ingest) never stalls a
+search or a health check. The locks are :class:`~kag._sync.LoopLock` objects, so knowledge
+outlives an event loop (one ``asyncio.run`` after another, an interrupted notebook cell).
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from kag._sync import LoopLock
 from kag.datamodels.base import Entity, Relation
 from kag.datamodels.documents import Document
 from kag.errors import ConfigError, InvalidInputError
@@ -89,7 +94,8 @@ class ManagedIndex:
         self.embedder: Any = as_embedder(backing.embedder) if backing.embedder is not None else None
         self.staged: list[Source] = list(sources)
         self.sources: list[Source] = list(sources)
-        self.lock = asyncio.Lock()
+        self.lock = LoopLock()  # taken by writes (and by indexing the staged sources), never by reads
+        self.schema_lock = LoopLock()  # the one-time schema setup
         self.schema_ready = False
         self.last_report: IndexReport | None = None
         if backing.knowledge_base is not None:
@@ -115,32 +121,39 @@ class ManagedIndex:
     # -- readiness ------------------------------------------------------------
     async def ensure_schema(self) -> None:
         """Build the knowledge base if it waited for its dimensions; create its indexes once."""
-        if not self.has_schema:
+        if not self.has_schema or self.schema_ready:
             return
-        if self.kb is None:  # the embedder's dimensions were unknown: learn them, then build the base
-            ensure = getattr(self.embedder, "ensure_dimensions", None)
-            if callable(ensure):
-                await ensure()
-            assert self.factory is not None
-            self.attach(self.factory(self.embedder))
-        if not self.schema_ready:
+        async with self.schema_lock:
+            if self.schema_ready:
+                return
+            if self.kb is None:  # the embedder's dimensions were unknown: learn them, then build the base
+                ensure = getattr(self.embedder, "ensure_dimensions", None)
+                if callable(ensure):
+                    await ensure()
+                assert self.factory is not None
+                self.attach(self.factory(self.embedder))
             kb, store, _, _ = self._parts()
             await kb.ensure_ready()
             await store.ensure_schema(kb.embedder.dimensions)
             self.schema_ready = True
 
     async def ready(self, managed: bool) -> IndexReport:
-        """Ensure the schema and index the staged sources (none for unmanaged knowledge)."""
+        """Ensure the schema and index the staged sources (none for unmanaged knowledge).
+
+        Once both are done it returns at once, taking no lock: a read never waits for a write.
+        """
+        if (self.schema_ready or not self.has_schema) and (not self.staged or not managed):
+            return IndexReport()
+        await self.ensure_schema()
+        if not self.staged or not managed:
+            return IndexReport()
         async with self.lock:
-            await self.ensure_schema()
-            if not self.staged or not managed:
+            if not self.staged:  # indexed by a call that held the lock before this one
                 return IndexReport()
-            staged, self.staged = self.staged, []
-            try:
-                report = await self.index_sources(staged)
-            except BaseException:
-                self.staged = staged + self.staged
-                raise
+            # staged stays non-empty until indexed, so a read meanwhile waits here instead of seeing half of it
+            staged = list(self.staged)
+            report = await self.index_sources(staged)
+            self.staged = self.staged[len(staged) :]
             self.last_report = report
             return report
 

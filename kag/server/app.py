@@ -3,7 +3,8 @@
 Routes (JSON in, JSON out)::
 
     GET  /                 the service and its routes
-    GET  /health           {"status", "backend", "uri", "counts"} (503 when the backend is down)
+    GET  /health           {"status", "backend", "uri", "counts"}; within 1 s, 503 {"status": "degraded",
+                           "reason"} with Retry-After when the backend is down
     GET  /schema           entity and relation labels, the TripletSearch JSON schema
     POST /search           {"query", "k"?, "label"?, "where"?}           -> {"hits": [...]}
     POST /triplet_search   {TripletSearch fields | "hops": [...], "k"?, "threshold"?, "include_vectors"?}
@@ -32,7 +33,10 @@ unknown fields are refused. Errors are ``{"error": {"type", "message"}}``:
   ``ValidationError`` (with ``details``);
 * :class:`~kag.errors.SchemaError` / :class:`~kag.errors.InvalidInputError` /
   ``ConfigError`` / ``LoaderError`` / ``QueryError``: **400**; ``NotFoundError``: **404**;
-* :class:`~kag.errors.BackendUnavailableError` / ``BackendAuthError``: **503**;
+* :class:`~kag.errors.BackendUnavailableError` / ``BackendAuthError``: **503**, with ``Retry-After``
+  for an unreachable backend. During a Neo4j outage every request that needs the graph gets it at
+  once (the store fails fast, see :mod:`kag.graph.neo4j`), and service resumes by itself within
+  about half a second of the server answering again;
   ``LanguageModelError``: **502**; other kag errors: **500** with their message;
 * anything else: **500** ``InternalServerError``, logged, details never sent;
 * unknown path **404**, wrong method **405** (with ``Allow``); a ``Host`` or a
@@ -73,6 +77,7 @@ from kag.server.wire import (
     host_allowed,
     origin_allowed,
     parse_json_body,
+    retry_after_headers,
 )
 
 __all__ = ["App", "create_app"]
@@ -241,9 +246,11 @@ class App:
         )
 
     async def health(self, request: Request, tenant: Tenant) -> Response:
-        """``GET /health``: status, backend and counts; 503 when the backend cannot be reached.
+        """``GET /health``: status, backend and counts, within a second (``HEALTH_SECONDS``).
 
-        With API keys, a caller without a ``read`` key gets only ``status`` and ``backend``.
+        When the backend cannot be reached: **503** ``{"status": "degraded", "backend", "reason"}``
+        with ``Retry-After``. With API keys, a caller without a ``read`` key gets only ``status``
+        and ``backend``.
         """
         detailed = True
         if self.api_keys is not None:
@@ -252,10 +259,11 @@ class App:
         try:
             health = await tenant.service.health()
         except (BackendUnavailableError, BackendAuthError) as exc:
-            body: dict[str, Any] = {"status": "unavailable", "backend": backend_name(self.service.kb)}
+            body: dict[str, Any] = {"status": "degraded", "backend": backend_name(self.service.kb)}
             if detailed:
+                body["reason"] = str(exc)
                 body["error"] = {"type": type(exc).__name__, "message": str(exc)}
-            return Response.json(503, body)
+            return Response.json(503, body, retry_after_headers(exc))
         if not detailed:
             health = {"status": health["status"], "backend": health["backend"]}
         return Response.json(200, health)

@@ -18,12 +18,14 @@ from urllib.parse import urlsplit
 
 import pydantic
 
+from kag._sync import LoopLock
 from kag.datamodels.base import Entity, Relation
 from kag.datamodels.documents import Document
 from kag.datamodels.schema import ANY, GraphSchema
-from kag.errors import ConfigError, InvalidInputError, SchemaError, UsageError
+from kag.errors import BackendUnavailableError, ConfigError, InvalidInputError, SchemaError, UsageError
 from kag.graph.factory import open_namespace
 from kag.graph.memory import MemoryGraphStore
+from kag.graph.neo4j import Neo4jGraphStore, write_timeout_setting
 from kag.knowledge.base import KnowledgeBase
 from kag.knowledge.indexing import Progress
 from kag.knowledge.knowledge import Knowledge, SearchMode
@@ -46,10 +48,12 @@ from kag.server.specs import (
 )
 from kag.validation import check_k, check_threshold
 
-__all__ = ["MAX_REQUEST_K", "AnswerOut", "QuestionIn", "Service", "redact_params"]
+__all__ = ["HEALTH_SECONDS", "MAX_REQUEST_K", "AnswerOut", "QuestionIn", "Service", "redact_params"]
 
 MAX_REQUEST_K = 100
 """The largest ``k`` one request may ask for (the library allows up to ``kag.validation.MAX_K``)."""
+HEALTH_SECONDS = 1.0
+"""How long :meth:`Service.health` may take: a backend that has not answered by then is reported down."""
 
 
 class QuestionIn(pydantic.BaseModel):
@@ -112,7 +116,7 @@ class Service:
     parent: Service | None = field(default=None, repr=False)
     _lm: LanguageModel | None = field(default=None, init=False, repr=False)
     _programs: dict[tuple[int, float, int], Program] = field(default_factory=dict, init=False, repr=False)
-    _write_lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False, repr=False)
+    _write_lock: LoopLock = field(default_factory=LoopLock, init=False, repr=False)
 
     @classmethod
     def open(
@@ -127,6 +131,7 @@ class Service:
         chunk_overlap: int | None = None,
         source_roots: Sequence[str | os.PathLike[str]] = (),
         namespace: str | None = None,
+        write_timeout: float | None = None,
     ) -> Service:
         """Open the knowledge base ``uri`` (default ``$KAG_KB`` or ``memory://``) with ``schema``'s models.
 
@@ -134,6 +139,9 @@ class Service:
 
         ``source_roots`` are the directories whose files ``ingest(sources=...)`` may
         read (none by default: only http(s) URLs are accepted from remote callers).
+
+        ``write_timeout``: the deadline of each write transaction on Neo4j, in seconds (default
+        ``$KAG_NEO4J_WRITE_TIMEOUT``, else 30; see :class:`~kag.graph.neo4j.Neo4jGraphStore`).
 
         Raises:
             UsageError: bad URI, schema, model spec or chunk size.
@@ -150,6 +158,8 @@ class Service:
             kb = KnowledgeBase(
                 target, entity_models=spec.entity_models, relation_models=spec.relation_models, namespace=namespace
             )
+            if write_timeout is not None and isinstance(kb.store, Neo4jGraphStore):
+                kb.store.write_timeout = write_timeout_setting(write_timeout)
             knowledge = Knowledge(kb, name=name, description=description, splitter=splitter)
         except ConfigError as exc:
             raise UsageError(str(exc)) from None
@@ -249,13 +259,36 @@ class Service:
         return dict(await self.knowledge.counts())
 
     async def health(self) -> dict[str, Any]:
-        """``{"status": "ok", "backend", "uri", "counts"}`` (raises when the backend is down)."""
-        return {
-            "status": "ok",
-            "backend": backend_name(self.kb),
-            "uri": public_uri(self.kb.uri),
-            "counts": await self.counts(),
-        }
+        """``{"status": "ok", "backend", "uri", "counts"}`` within :data:`HEALTH_SECONDS`.
+
+        Neo4j must answer ``RETURN 1`` (at once during a known outage: no wait); the counts come
+        in the time left, else ``counts`` is ``None`` (a large graph takes longer to count).
+
+        Raises:
+            BackendUnavailableError: the backend is down or did not answer within ``HEALTH_SECONDS``
+                (the message says why).
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + HEALTH_SECONDS
+        store = self.kb.store
+        try:
+            async with asyncio.timeout_at(deadline):
+                if isinstance(store, Neo4jGraphStore):
+                    await store.ping()
+        except TimeoutError:
+            if isinstance(store, Neo4jGraphStore):
+                store.outage.mark_down(f"no answer within {HEALTH_SECONDS:g} s")
+            raise BackendUnavailableError(
+                f"{public_uri(self.kb.uri)} did not answer within {HEALTH_SECONDS:g} s; "
+                "is the server overloaded or restarting?"
+            ) from None
+        counts: dict[str, int] | None
+        try:
+            async with asyncio.timeout_at(deadline):
+                counts = await self.counts()
+        except TimeoutError:
+            counts = None  # it answers; counting a large graph takes longer than a health check may
+        return {"status": "ok", "backend": backend_name(self.kb), "uri": public_uri(self.kb.uri), "counts": counts}
 
     async def search(
         self,

@@ -17,10 +17,10 @@ backend (:meth:`Service.in_namespace`) and kept; at most ``max_namespaces`` are 
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kag._sync import LoopLock
 from kag.errors import ConfigError, HTTPError
 from kag.server.auth import APIKey
 from kag.server.mcp import MCPServer
@@ -84,7 +84,7 @@ class Tenants:
         self._mcp = mcp
         self._on_open = on_open
         self._open: dict[str, Tenant] = {}
-        self._lock = asyncio.Lock()
+        self._lock = LoopLock()
         self._open[default.namespace] = self._tenant(default)
 
     def _tenant(self, service: Service) -> Tenant:

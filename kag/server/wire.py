@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import re
 from collections.abc import Collection
 from typing import Any, Literal
@@ -173,6 +174,18 @@ def _validation_message(exc: pydantic.ValidationError) -> str:
     return "; ".join(parts) + (f"; ... and {more} more" if more > 0 else "")
 
 
+MAX_ERROR_MESSAGE = 2000
+"""The longest error message a response carries (the rest is cut; messages quote values only in part anyway)."""
+
+
+def retry_after_headers(exc: BaseException) -> dict[str, str]:
+    """``Retry-After`` for a backend that cannot be reached (its ``retry_after``, else 1 s); else none."""
+    if not isinstance(exc, BackendUnavailableError):
+        return {}
+    seconds = getattr(exc, "retry_after", 1)
+    return {"Retry-After": str(max(1, math.ceil(seconds)))}
+
+
 def error_response(exc: BaseException) -> Response:
     """The JSON error response for an exception raised while handling a request."""
     if isinstance(exc, pydantic.ValidationError):
@@ -194,7 +207,10 @@ def error_response(exc: BaseException) -> Response:
             status = 503
         elif isinstance(exc, LanguageModelError):
             status = 502
-        return Response.error(status, type(exc).__name__, str(exc) or type(exc).__name__)
+        message = str(exc) or type(exc).__name__
+        if len(message) > MAX_ERROR_MESSAGE:
+            message = message[:MAX_ERROR_MESSAGE] + f"... ({len(message)} characters)"
+        return Response.error(status, type(exc).__name__, message, retry_after_headers(exc))
     logger.error("unexpected %s while handling a request", type(exc).__name__, exc_info=exc)
     return Response.error(500, "InternalServerError", "internal server error")
 

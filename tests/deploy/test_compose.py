@@ -290,7 +290,7 @@ async def test_healthcheck_fails_while_the_backend_is_down(tmp_path: Path) -> No
     try:
         async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
             down = await client.get("/health")
-        assert down.status_code == 503 and down.json()["status"] == "unavailable"
+        assert down.status_code == 503 and down.json()["status"] == "degraded"
         assert down.json()["backend"] == "neo4j" and down.json()["error"]["type"] == "BackendUnavailableError"
         check = await asyncio.create_subprocess_exec(
             *healthcheck_command(server.port), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE

@@ -466,10 +466,12 @@ async def test_backend_unavailable_is_503_and_internals_never_leak(
 
     monkeypatch.setattr(served.service.kb.store, "counts", down)
     health = await served.client.get("/health")
-    assert health.status_code == 503 and health.json()["status"] == "unavailable"
+    assert health.status_code == 503 and health.json()["status"] == "degraded"
+    assert health.headers["retry-after"] == "1" and "cannot reach Neo4j" in health.json()["reason"]
     monkeypatch.setattr(served.service.kb.store, "execute", down)
     response = await served.post("/triplet_search", {"subject_label": "City"})
     assert response.status_code == 503 and response.json()["error"]["type"] == "BackendUnavailableError"
+    assert response.headers["retry-after"] == "1"
 
     async def crash(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("secret password hunter2 at /srv/app.py line 3")
