@@ -16,6 +16,9 @@ ROOT = DOCS.parent
 sys.path.insert(0, str(ROOT))  # the kag under this checkout, not another installed copy
 sys.path.insert(0, str(DOCS / "_ext"))
 
+import zmq  # noqa: E402
+from jupyter_client.manager import KernelManager  # noqa: E402
+
 from kag.version import __version__  # noqa: E402
 
 project = "kag"
@@ -46,6 +49,13 @@ nb_execution_timeout = 180
 nb_execution_raise_on_error = True
 nb_execution_show_tb = True
 nb_merge_streams = True
+# the executed pages' kernels talk to the build over CurveZMQ-encrypted sockets (the kernelspec declares
+# support; jupyter_client's default is plain TCP, and each kernel then warned about it on stderr,
+# whatever -q says); without CurveZMQ in this pyzmq, over IPC sockets, which draw no warning either
+if zmq.has("curve"):
+    KernelManager.transport_encryption.default_value = "auto"
+else:
+    KernelManager.transport.default_value = "ipc"
 # a page with Jupyter widgets (a tqdm bar) would load require.js and the widget manager from CDNs: the
 # site loads nothing from elsewhere, so widgets show their text form instead
 nb_ipywidgets_js: dict[str, dict[str, str]] = {}

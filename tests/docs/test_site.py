@@ -30,11 +30,15 @@ _EXTERNAL_ASSET = re.compile(
 )
 
 
+_BUILD: dict[str, str] = {}  # what the build printed on stderr
+
+
 @pytest.fixture(scope="session")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("site")
     command = [sys.executable, "-m", "sphinx", "-q", "-W", "--keep-going", "-E", "-b", "html", "docs", str(out)]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=280)
+    _BUILD["stderr"] = done.stderr
     # the executed notebooks' kernels log on the same stderr ("[IPKernelApp] WARNING | ..."): not Sphinx's
     warnings = [
         line for line in done.stderr.splitlines() if ("WARNING" in line or "ERROR" in line) and not line.startswith("[")
@@ -43,6 +47,12 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
         warnings or done.stderr.splitlines()[-40:]
     )
     return out
+
+
+def test_a_quiet_build_prints_nothing(site: Path) -> None:
+    # with -q a build that succeeds is silent: the executed pages' kernels used to warn, one line each,
+    # that they ran over unencrypted TCP (docs/conf.py has them use CurveZMQ or IPC sockets)
+    assert _BUILD["stderr"].strip() == ""
 
 
 def test_the_strict_build_has_every_page(site: Path) -> None:
