@@ -18,6 +18,7 @@ sys.path.insert(0, str(DOCS / "_ext"))
 
 import zmq  # noqa: E402
 from jupyter_client.manager import KernelManager  # noqa: E402
+from kagdocs import goals_met  # noqa: E402
 
 from kag.version import __version__  # noqa: E402
 
@@ -38,8 +39,10 @@ exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "**/.ipynb_checkpoints",
 source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb", ".rst": "restructuredtext"}
 
 # MyST: fenced code blocks carry an info string such as ``python notest``; the first word is the language
-myst_enable_extensions = ["colon_fence", "deflist"]
+myst_enable_extensions = ["colon_fence", "deflist", "substitution"]
 myst_heading_anchors = 3
+# {{ goals_met }} on the performance page: counted from the same results file as its table
+myst_substitutions = {"goals_met": goals_met((ROOT / "benchmarks" / "results.md").read_text(encoding="utf-8"))}
 
 # notebooks: executed at build time (fresh outputs every build, the pictures included), each in a
 # temporary directory so nothing it writes lands in the source tree; a failing cell fails the build

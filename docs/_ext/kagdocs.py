@@ -169,6 +169,18 @@ def fix_docstring(app: Sphinx, what: str, name: str, obj: Any, options: Any, lin
     lines[:] = [_PLURAL_LITERAL.sub(lambda m: f"``{m.group(1)}``\\ ", line) for line in lines]
 
 
+def goals_met(results: str) -> str:
+    """``"81 of 94"``: the summary rows of ``benchmarks/results.md`` whose goal was met, of those with a goal.
+
+    The performance page states it from the same file as its table, so the two never disagree.
+    """
+    summary = results.split("## Summary", 1)[-1].split("## Details", 1)[0]
+    rows = [line for line in summary.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    met = [line.rstrip().rstrip("|").rsplit("|", 1)[-1].strip() for line in rows]
+    judged = [cell for cell in met if cell in ("yes", "**no**")]
+    return f"{judged.count('yes')} of {len(judged)}"
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     app.add_directive("kag-autoall", AutoAllDirective)
     app.connect("autodoc-process-docstring", fix_docstring)

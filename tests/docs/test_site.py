@@ -109,6 +109,42 @@ def test_the_benchmark_tables_come_from_the_results_file(site: Path) -> None:
     assert first_row.replace("<", "&lt;").replace(">", "&gt;") in page
 
 
+def test_the_performance_page_leads_with_the_result(site: Path) -> None:
+    results = (ROOT / "benchmarks" / "results.md").read_text(encoding="utf-8")
+    page = (site / "explanations" / "performance.html").read_text(encoding="utf-8")
+    body = page[page.index("<h1>") :]
+    first = re.search(r"<p>(.*?)</p>", body, re.DOTALL)
+    assert first is not None and first.group(1).startswith("<strong>In short.</strong>")
+    assert f"Goals met in the last run: {kagdocs.goals_met(results)}." in first.group(1)  # the table's own count
+    summary = body.index('<div class="bench-summary')  # the table, in the container kag.css fits to the column
+    log = body.index('id="the-run-log"')
+    assert summary < body.index("Where goals are missed") < log  # the result first, the run log at the end
+    assert "Machine: nproc" in body[log:] and "Machine: nproc" not in body[:log]
+    if "Rerun and merged" in results:
+        assert "Rerun and merged" not in body[:log]
+
+
+def test_pages_open_with_what_they_are_about_not_how_they_were_written() -> None:
+    for page in ("local-models.md", "explanations/performance.md"):
+        text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+        opening = text.split("\n\n", 2)[1]  # the paragraph under the title
+        assert "draft" not in opening and "Rerun and merged" not in opening and "written for the run" not in opening
+
+
+def test_goals_met_counts_the_summary_rows_with_a_goal() -> None:
+    results = (
+        "# kag benchmark results\n\nGoals met: 99 of 99 (a stale line).\n\n## Summary\n\n"
+        "| benchmark | metric | kag | baseline | ratio | goal | met |\n"
+        "| --- | --- | ---: | ---: | ---: | --- | :---: |\n"
+        "| a | x | 1 | 2 | 2x | >= 1x | yes |\n| a | y | 1 | – | – | – | – |\n"
+        "| b | z | 1 | 2 | 0.5x | >= 1x | **no** |\n"
+        "\n## Details\n\n| a | detail | 1 | 2 | 2x | >= 1x | yes |\n"
+    )
+    assert kagdocs.goals_met(results) == "1 of 2"
+    css = (ROOT / "docs" / "_static" / "kag.css").read_text(encoding="utf-8")
+    assert ".bench-summary table.docutils { table-layout: fixed; width: 100%;" in css
+
+
 def test_search_and_highlighting_work_offline(site: Path) -> None:
     index = (site / "searchindex.js").read_text(encoding="utf-8")
     assert "triplet" in index and "knowledgebas" in index
