@@ -330,10 +330,9 @@ class RayIngest:
         unrecorded: list[tuple[str, str]] = []
         last_checkpoint = time.perf_counter()
         first_answer: float | None = None
+        rows: Iterator[dict[str, Any]] | None = None
         try:
-            rows: Iterator[dict[str, Any]] = iter(
-                self._dataset(ray, documents).iter_batches(batch_size=None, batch_format="numpy")
-            )
+            rows = iter(self._dataset(ray, documents).iter_batches(batch_size=None, batch_format="numpy"))
             while True:
                 clock = time.perf_counter()
                 block = await asyncio.to_thread(next, rows, None)
@@ -358,11 +357,10 @@ class RayIngest:
                     if sum(len(p.rows) for p in batch) >= self.write_batch:
                         unrecorded += await self._write(batch, writer, replay, summary, bar)
                         batch = []
-                if unrecorded and (
-                    not self._persistent() or time.perf_counter() - last_checkpoint >= self.checkpoint_seconds
-                ):
-                    await self._checkpoint(manifest, job, unrecorded, summary)
-                    unrecorded, last_checkpoint = [], time.perf_counter()
+                        due = time.perf_counter() - last_checkpoint >= self.checkpoint_seconds
+                        if unrecorded and (due or not self._persistent()):
+                            await self._checkpoint(manifest, job, unrecorded, summary)
+                            unrecorded, last_checkpoint = [], time.perf_counter()
             if batch:
                 unrecorded += await self._write(batch, writer, replay, summary, bar)
             if pending:  # pragma: no cover - Ray returned fewer rows than it was given
@@ -370,6 +368,9 @@ class RayIngest:
             if unrecorded:
                 await self._checkpoint(manifest, job, unrecorded, summary)
         finally:
+            close = getattr(rows, "close", None)
+            if close is not None:  # a job stopped early stops its Ray Data execution too
+                await asyncio.to_thread(close)
             if bar is not None:
                 bar.close()
             if owned:

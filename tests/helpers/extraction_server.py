@@ -61,7 +61,9 @@ def extraction_server(latency: float = 0.0) -> LocalHTTPServer:
     def complete(request: RecordedRequest) -> Any:
         if latency:
             time.sleep(latency)
-        passage = str(request.json()["messages"][-1]["content"]).split("\n", 1)[-1]
+        contents = [str(m["content"]) for m in request.json()["messages"]]
+        # the passage is the last "Passage (id ...)" message (a repair prompt may follow it)
+        passage = next(c for c in reversed(contents) if c.startswith("Passage (id")).split("\n", 1)[-1]
         answer = answer_passage(passage)
         content = answer if isinstance(answer, str) else json.dumps(answer)
         message = {"role": "assistant", "content": content}
