@@ -40,6 +40,7 @@ from benchmarks import (
     bench_memory_scale,
     bench_passages_ann,
     bench_rag_index,
+    bench_ray,
     bench_scale,
     bench_scope,
     bench_training,
@@ -78,6 +79,7 @@ NAMES = (
     "scope",
     "user_graph",
     "integrations",
+    "ray",
 )
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -232,6 +234,8 @@ def run_one(name: str, args: argparse.Namespace, settings: Any) -> Report:
             [r for run in runs for r in run.results],
             list(dict.fromkeys(n for run in runs for n in run.notes)),
         )
+    elif name == "ray":
+        return asyncio.run(bench_ray.run(settings))
     elif name == "scope":
         return asyncio.run(bench_scope.run())
     elif name == "user_graph":
