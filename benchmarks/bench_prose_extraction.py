@@ -162,11 +162,12 @@ async def run(
     nearest: int | None = None,
     unit_chars: int = 600,
     domains: tuple[str, ...] = tuple(DOMAINS),
+    threads: int | None = None,
 ) -> Report:
     """Measure every domain with the packaged model; one report row per measure."""
     from kag.lm.llamacpp import LOCAL, LlamaCppLM
 
-    lm = LlamaCppLM(LOCAL)
+    lm = LlamaCppLM(LOCAL, n_threads=threads)
     await lm.load()
     rows = [await measure(lm, d, split, demos, fit, nearest, unit_chars) for d in domains]
     await lm.aclose()
@@ -235,9 +236,18 @@ def main() -> None:
     parser.add_argument("--nearest", type=int, default=None, help="show each chunk only the K nearest examples")
     parser.add_argument("--unit-chars", type=int, default=600, help="the most characters one model call reads")
     parser.add_argument("--domains", default=",".join(DOMAINS))
+    parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: every core)")
     args = parser.parse_args()
     report = asyncio.run(
-        run(args.split, args.demos, args.fit, args.nearest, args.unit_chars, tuple(args.domains.split(",")))
+        run(
+            args.split,
+            args.demos,
+            args.fit,
+            args.nearest,
+            args.unit_chars,
+            tuple(args.domains.split(",")),
+            args.threads,
+        )
     )
     print(report.markdown())
 

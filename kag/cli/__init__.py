@@ -516,6 +516,7 @@ async def _ingest(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 "no_shared_sentence": "no sentence names both ends: state the relation in one sentence",
                 "unstated_name": "an end the chunk does not write: check the labelled passages' names",
                 "same_entity": "the same entity on both sides",
+                "reading_disagrees": "the sentence writes the relation's words between other names",
                 "invalid": "the relation's model refused it",
             }
             for kind, count in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])):

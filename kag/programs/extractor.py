@@ -49,18 +49,23 @@ from kag.datamodels.schema import GraphSchema, inline_refs, strict_schema
 from kag.errors import ConfigError, InvalidInputError, LanguageModelError, SchemaError
 from kag.knowledge.base import KnowledgeBase
 from kag.lm.base import LanguageModel, Message
+from kag.lm.guards import text_words
 from kag.programs.module import Module, as_list
 from kag.programs.skeleton import skeleton
 from kag.programs.stated import (
+    full_names,
     is_stated,
     name_aliases,
+    name_spans,
     names_relation,
+    read_relations,
+    relation_cues,
     sentences,
     stated_schema,
     states_name,
     supporting_sentence,
 )
-from kag.text import normalize_text
+from kag.text import normalize_text, split_identifier
 from kag.training import trace
 from kag.training.variables import Demo, Variable
 
@@ -93,7 +98,8 @@ SAME_ENTITY = "same_entity"  # one name on both sides
 NO_SHARED_SENTENCE = "no_shared_sentence"  # no sentence names both ends
 NO_ENTITY = "no_entity"  # an end resolved to no entity (passage or knowledge base)
 INVALID = "invalid"  # the relation's model refused it
-GUARDS = (UNSTATED_NAME, SAME_ENTITY, NO_SHARED_SENTENCE)
+READING_DISAGREES = "reading_disagrees"  # the sentence writes the relation's words between other names
+GUARDS = (UNSTATED_NAME, SAME_ENTITY, NO_SHARED_SENTENCE, READING_DISAGREES)
 
 _DRY_RUN: ContextVar[bool] = ContextVar("kag_extraction_dry_run", default=False)
 
@@ -152,13 +158,15 @@ class ProposedRelation(DataModel):
     :class:`UnresolvedRelation`), ``unresolved`` (an end resolved to no entity, or the relation's
     model refused it). ``read_as`` is the relation as it was read from the passage: its ends by
     their full names (the resolved entities' names when written), its label the one the sentence
-    names.
+    names. ``by`` is who proposed it: ``model``, or ``reading`` (a verb of the relation between two
+    names the model listed).
     """
 
     label: str
     subject: EntityRef
     object: EntityRef
     status: Literal["written", "refused", "unresolved"]
+    by: str = "model"
     guard: str | None = None
     reason: str | None = None
     read_as: ExtractedRelation | None = None
@@ -233,9 +241,10 @@ def extraction_schema(schema: GraphSchema) -> dict[str, Any]:
     return strict_schema(
         {
             "type": "object",
+            # relations first: a small model that lists every entity first often closes the answer there
             "properties": {
-                "entities": {"type": "array", "items": {"anyOf": entity_items}},
                 "relations": relations,
+                "entities": {"type": "array", "items": {"anyOf": entity_items}},
             },
         }
     )
@@ -401,8 +410,15 @@ class KnowledgeExtractor(Module):
 
     The labelled passages are the module's trainable :attr:`variable` (its demos): ``fit`` chooses
     which a chunk is shown (see :class:`LabelledPassages`), and a run made by ``fit`` or ``evaluate``
-    writes nothing. ``max_unit_chars`` bounds the text one model call reads: a longer chunk is read
-    in units of whole sentences, names resolved over the whole chunk. ``dry_run=True`` (or the
+    writes nothing. ``unit`` is what one model call reads: ``"sentence"`` one sentence (a sentence
+    that opens with a pronoun read with the name the sentence before opens with), shown the labelled
+    passages cut into sentences the same way; ``"chunk"`` the chunk, or runs of whole sentences of at
+    most ``max_unit_chars`` characters (the default); ``"auto"`` sentences for a model that decodes
+    under a grammar, chunks for any other. Names and guards are read over the
+    whole chunk either way. With ``reading`` (the default), relations a clause states with a verb of
+    the relation's label or docstring between two names the model listed are proposed too
+    (:func:`kag.programs.stated.read_relations`): a small model labels names far better than it
+    pairs them. ``dry_run=True`` (or the
     :func:`dry_run` block) makes every run report what it would write without writing.
     """
 
@@ -423,6 +439,8 @@ class KnowledgeExtractor(Module):
         examples: Sequence[tuple[str, Mapping[str, Any]]] | None = None,
         nearest: int | None = None,
         max_unit_chars: int = 600,
+        unit: Literal["auto", "sentence", "chunk"] = "chunk",
+        reading: bool = True,
         dry_run: bool = False,
         trainable: bool = True,
         name: str | None = None,
@@ -435,6 +453,8 @@ class KnowledgeExtractor(Module):
             raise ConfigError("resolution_threshold must be in (0.5, 1]: 0.5 means 'unrelated'.")
         if isinstance(max_unit_chars, bool) or not isinstance(max_unit_chars, int) or max_unit_chars < 1:
             raise ConfigError(f"max_unit_chars must be a positive integer, got {max_unit_chars!r}.")
+        if unit not in ("auto", "sentence", "chunk"):
+            raise ConfigError(f"unit must be 'auto', 'sentence' or 'chunk', got {unit!r}.")
         self.knowledge_base = knowledge_base
         self.language_model = language_model
         self.schema = GraphSchema(
@@ -449,6 +469,14 @@ class KnowledgeExtractor(Module):
         self.concurrency = concurrency
         self.progress = progress
         self.max_unit_chars = max_unit_chars
+        self.unit = unit
+        self.reading = bool(reading)
+        label_words = [w for label in self.schema.entity_labels for w in split_identifier(label)]
+        self._cues = {
+            label: relation_cues(label, _relation_doc(spec.model), label_words)
+            for label, spec in self.schema.relations.items()
+        }
+        self._ends = {label: (spec.subj_labels, spec.obj_labels) for label, spec in self.schema.relations.items()}
         self.dry_run = bool(dry_run)
         self.json_schema = extraction_schema(self.schema)
         self.schema_description = describe_schema(self.schema)
@@ -526,6 +554,8 @@ class KnowledgeExtractor(Module):
             "examples": [[text, output] for text, output in self.examples],
             "nearest": self.nearest,
             "max_unit_chars": self.max_unit_chars,
+            "unit": self.unit,
+            "reading": self.reading,
             "dry_run": self.dry_run,
             "variable": self.variable.get_config(),
         }
@@ -550,6 +580,8 @@ class KnowledgeExtractor(Module):
             examples=[(str(text), output) for text, output in config.get("examples", [])],
             nearest=config.get("nearest"),
             max_unit_chars=config.get("max_unit_chars", 600),
+            unit=config.get("unit", "chunk"),
+            reading=bool(config.get("reading", True)),
             dry_run=bool(config.get("dry_run", False)),
             name=config.get("name"),
             description=config.get("description"),
@@ -597,20 +629,39 @@ class KnowledgeExtractor(Module):
         messages: list[Message] = [{"role": "system", "content": f"{self.instructions}\n\n{self.schema_description}"}]
         for i, (text, output) in enumerate(self.examples if examples is None else examples):
             messages.append({"role": "user", "content": f"Passage (id example-{i}):\n{text}"})
-            messages.append({"role": "assistant", "content": json.dumps(output, ensure_ascii=False)})
+            shown = {"relations": output.get("relations", []), "entities": output.get("entities", []), **output}
+            messages.append({"role": "assistant", "content": json.dumps(shown, ensure_ascii=False)})
         messages.append({"role": "user", "content": f"Passage (id {chunk.id}):\n{chunk.text}"})
         return messages
 
     def chunk_schema(self, chunk: Chunk) -> dict[str, Any]:
         """The schema the model fills for ``chunk``: for a model under a grammar, its names and
         values narrowed to what the chunk states (:func:`kag.programs.stated.stated_schema`)."""
-        if getattr(self.language_model, "constrained_decoding", False):
+        if self._grammar():
             return stated_schema(self.json_schema, chunk.text)
         return self.json_schema
 
+    def _grammar(self) -> bool:
+        """Whether the model decodes under a grammar."""
+        grammar = False
+        if getattr(self.language_model, "constrained_decoding", False):
+            grammar = True
+        return grammar
+
+    def reads_sentences(self) -> bool:
+        """Whether one model call reads one sentence (``unit``; ``"auto"``: for a model under a grammar)."""
+        return self.unit == "sentence" or (self.unit == "auto" and self._grammar())
+
     def units(self, chunk: Chunk) -> list[Chunk]:
-        """The parts of ``chunk`` one model call reads: runs of whole sentences of at most
-        ``max_unit_chars`` characters (a longer sentence alone); the chunk itself when it fits."""
+        """The parts of ``chunk`` one model call reads: its sentences (:meth:`reads_sentences`; a
+        sentence that opens with a pronoun is read with the name the sentence before opens with:
+        "She reports to Akira." after "Nadia Hussein joined." is read "Nadia Hussein reports to
+        Akira."), or runs of whole sentences of at most ``max_unit_chars`` characters (a longer
+        sentence alone); the chunk itself when it fits."""
+        if self.reads_sentences():
+            parts = sentences(chunk.text)
+            if len(parts) > 1:
+                return _sentence_units(chunk, parts)
         if len(chunk.text) <= self.max_unit_chars:
             return [chunk]
         groups: list[list[str]] = [[]]
@@ -691,6 +742,7 @@ class KnowledgeExtractor(Module):
                     _UNSUPPORTED: unsupported,
                     _GUARD: guard,
                     _PROPOSED: (spec.label, proposed_subj, proposed_obj),
+                    _BY: item.get(_BY, "model"),
                 }
             )
         return _Extracted("", entities, relations)
@@ -748,9 +800,14 @@ class KnowledgeExtractor(Module):
         else:
             outputs = []
             units = self.units(chunk)
+            shown: list[tuple[str, dict[str, Any]]] | None = None
+            if len(units) > 1 and self.reads_sentences():  # the labelled passages, cut the same way
+                shown = [
+                    piece for text, output in await self.examples_for(chunk) for piece in self._pieces(text, output)
+                ]
             for unit in units:
                 output = await self.language_model.generate(
-                    self.messages(unit, await self.examples_for(unit)),
+                    self.messages(unit, shown if shown is not None else await self.examples_for(unit)),
                     self.chunk_schema(unit),
                     validate=lambda out: self._validate(out, chunk.text),
                     schema_name="extraction",
@@ -760,10 +817,133 @@ class KnowledgeExtractor(Module):
             "entities": [e for out in outputs for e in out.get("entities", [])],
             "relations": [r for out in outputs for r in out.get("relations", [])],
         }
+        read: list[dict[str, Any]] = []
+        if self.reading and forced is None:
+            read_text = " ".join(u.text for u in units) if len(units) > 1 else chunk.text
+            read = self._read(read_text, chunk.text, merged)
+            merged["relations"] += read
         result = self._validate(merged, chunk.text)
+        if self.reading and forced is None:
+            self._check_against_reading(result, chunk.text, read)
         result.chunk_id, result.units = chunk.id, len(units)
         trace.record(self.name, {"text": chunk.text}, _as_demo_output(result))
         return result
+
+    def _check_against_reading(self, extracted: _Extracted, text: str, reading: Sequence[Mapping[str, Any]]) -> None:
+        """Refuse a model's relation where the reading found that relation between other names in the
+        sentence it is read from (``reading_disagrees``): there the sentence's own words say which pairs
+        they join."""
+        aliases = name_aliases(text)
+
+        def full(name: str) -> str:
+            return normalize_text(aliases.get(normalize_text(name), name))
+
+        def forms(name: str) -> list[str]:
+            return [name, *(short for short, full in aliases.items() if full == name)]
+
+        read = {(r["label"], full(r["subject"]["name"]), full(r["object"]["name"])) for r in reading}
+        # the sentences each relation was read from: there the reading knows which pairs the words join
+        read_in = {
+            (
+                r["label"],
+                supporting_sentence(
+                    text,
+                    forms(aliases.get(normalize_text(r["subject"]["name"]), r["subject"]["name"])),
+                    forms(aliases.get(normalize_text(r["object"]["name"]), r["object"]["name"])),
+                ),
+            )
+            for r in reading
+        }
+
+        for item in extracted.relations:
+            if item.get(_BY) == "reading" or item[_UNSTATED] or item[_UNSUPPORTED]:
+                continue
+            key = (item["label"], full(item["subject"].name), full(item["object"].name))
+            if key in read:
+                continue
+            sentence = supporting_sentence(text, forms(item["subject"].name), forms(item["object"].name))
+            if sentence is not None and (item["label"], sentence) in read_in:
+                item[_GUARD] = READING_DISAGREES
+                item[_UNSUPPORTED] = (
+                    f"the sentence writes {item['label']}'s words but not between "
+                    f"{item['subject'].name!r} and {item['object'].name!r}"
+                )
+
+    def _read(self, text: str, chunk_text: str, output: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Relations ``text`` states by a relation's own words between names ``output`` labelled
+        (:func:`kag.programs.stated.read_relations`), as proposals marked ``by: reading``."""
+        names: dict[str, tuple[str, str]] = {}
+        labelled = [*output.get("entities", [])]
+        for item in output.get("relations", []):
+            labelled += [item.get("subject", {}), item.get("object", {})]
+        aliases = name_aliases(chunk_text)
+        for item in labelled:
+            label, name = str(item.get("label", "")), str(item.get("name", ""))
+            if label not in self.schema.entity_labels or not states_name(chunk_text, name):
+                continue
+            full = aliases.get(normalize_text(name), name)
+            names.setdefault(normalize_text(full), (full, label))
+        for short, full in aliases.items():
+            if normalize_text(full) in names:
+                names.setdefault(short, names[normalize_text(full)])
+        found = read_relations(text, names, self._cues, self._ends)
+        return [
+            {
+                "label": label,
+                "subject": {"label": s_label, "name": s_name},
+                "object": {"label": o_label, "name": o_name},
+                _BY: "reading",
+            }
+            for label, s_name, s_label, o_name, o_label in found
+        ]
+
+    def _pieces(self, text: str, output: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        """A labelled passage cut into the units a chunk is read in, each with the relations read from
+        it and the entities it names, every name as that unit writes it (a short name stays short)."""
+        chunk = _chunk(text, "example")
+        units = self.units(chunk)
+        if len(units) <= 1:
+            return [(text, dict(output))]
+        aliases = name_aliases(text)
+
+        def written(unit: str, name: str) -> str | None:
+            forms = [name, *(short for short, full in aliases.items() if full == name)]
+            for form in forms:
+                if states_name(unit, form):
+                    return name if form == name else next(w for w in text_words(unit) if normalize_text(w) == form)
+            return None
+
+        # each relation goes to the unit it is read from: the first naming both ends and a word of the
+        # relation, else the first naming both ends
+        home: dict[int, int] = {}
+        for i, item in enumerate(output.get("relations", [])):
+            naming = [
+                u
+                for u, unit in enumerate(units)
+                if written(unit.text, str(item["subject"]["name"])) is not None
+                and written(unit.text, str(item["object"]["name"])) is not None
+            ]
+            worded = [u for u in naming if names_relation(units[u].text, str(item.get("label", "")))]
+            if naming:
+                home[i] = (worded or naming)[0]
+        pieces: list[tuple[str, dict[str, Any]]] = []
+        for u, unit in enumerate(units):
+            relations = []
+            for i, item in enumerate(output.get("relations", [])):
+                if home.get(i) != u:
+                    continue
+                subj = written(unit.text, str(item["subject"]["name"])) or ""
+                obj = written(unit.text, str(item["object"]["name"])) or ""
+                relations.append(
+                    {**item, "subject": {**item["subject"], "name": subj}, "object": {**item["object"], "name": obj}}
+                )
+            entities = []
+            for entity in output.get("entities", []):
+                name = written(unit.text, str(entity.get("name", "")))
+                if name is not None:
+                    entities.append({**entity, "name": name})
+            pieces.append((unit.text, {"entities": entities, "relations": relations}))
+        return pieces
 
     def output_variants(self, output: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Variants of one traced extraction for the trainer's exploration: each relation dropped,
@@ -863,6 +1043,7 @@ class KnowledgeExtractor(Module):
                 subject=proposed_subj,
                 object=proposed_obj,
                 status="written",
+                by=str(item.get(_BY, "model")),
                 read_as=ExtractedRelation(label=item["label"], subject=subj_ref, object=obj_ref),
             )
             chunk_report.relations.append(entry)
@@ -902,11 +1083,7 @@ class KnowledgeExtractor(Module):
                 continue
             chunk_report.resolved += 1
             spec = self.schema.relation_spec(item["label"])
-            props = {
-                k: v
-                for k, v in item.items()
-                if k not in ("subject", "object", _UNSTATED, _UNSUPPORTED, _GUARD, _PROPOSED) and v is not None
-            }
+            props = {k: v for k, v in item.items() if k not in ("subject", "object", *_INTERNAL) and v is not None}
             try:
                 relation = spec.model.model_validate({**props, "subj": subj, "obj": obj})
             except pydantic.ValidationError as exc:
@@ -938,6 +1115,8 @@ _UNSTATED = "_unstated"  # a validated relation's endpoints that its passage doe
 _UNSUPPORTED = "_unsupported"  # why no sentence of the passage supports a validated relation (or None)
 _GUARD = "_guard"  # the guard that refused a validated relation (or None)
 _PROPOSED = "_proposed"  # (label, subject, object) as the model proposed them
+_BY = "_by"  # who proposed a relation: "model", or "reading" (a verb of the relation between two names)
+_INTERNAL = (_UNSTATED, _UNSUPPORTED, _GUARD, _PROPOSED, _BY)
 
 
 def _as_demo_output(extracted: _Extracted) -> dict[str, Any]:
@@ -955,11 +1134,7 @@ def _as_demo_output(extracted: _Extracted) -> dict[str, Any]:
         subj, obj = item["subject"], item["object"]
         for ref in (subj, obj):
             entities.setdefault((ref.label, normalize_text(ref.name)), {"label": ref.label, "name": ref.name})
-        props = {
-            k: v
-            for k, v in item.items()
-            if k not in ("label", "subject", "object", _UNSTATED, _UNSUPPORTED, _GUARD, _PROPOSED)
-        }
+        props = {k: v for k, v in item.items() if k not in ("label", "subject", "object", *_INTERNAL)}
         relations.append(
             {
                 "label": item["label"],
@@ -973,6 +1148,48 @@ def _as_demo_output(extracted: _Extracted) -> dict[str, Any]:
 
 def _chunk(text: str, chunk_id: str) -> Chunk:
     return Chunk(id=chunk_id, document_id="inline", index=0, text=text, start=0, end=len(text))
+
+
+_SUBJECT_PRONOUNS = frozenset({"he", "she", "it", "they"})
+_POSSESSIVE_PRONOUNS = frozenset({"his", "her", "its", "their"})
+
+
+def _with_antecedent(sentence: str, before: str | None) -> str:
+    """``sentence`` with an opening pronoun replaced by the name ``before`` opens with ("She reports
+    to Akira." after "Nadia Hussein joined." -> "Nadia Hussein reports to Akira."); else unchanged."""
+    if before is None:
+        return sentence
+    first = sentence.split(" ", 1)
+    word = first[0].casefold()
+    if len(first) < 2 or word not in _SUBJECT_PRONOUNS | _POSSESSIVE_PRONOUNS:
+        return sentence
+    names = name_spans(before)
+    opening = next((n for n in names if before.startswith(n) or before.find(n) <= 3), None)
+    full = full_names(before)
+    antecedent = full[0] if full and (opening is None or full[0].startswith(opening)) else opening
+    if antecedent is None:
+        return sentence
+    return f"{antecedent}'s {first[1]}" if word in _POSSESSIVE_PRONOUNS else f"{antecedent} {first[1]}"
+
+
+def _sentence_units(chunk: Chunk, parts: Sequence[str]) -> list[Chunk]:
+    """One unit per sentence of ``chunk`` (``parts``), read with its antecedent (:func:`_with_antecedent`)."""
+    units, cursor = [], 0
+    for i, sentence in enumerate(parts):
+        text = _with_antecedent(sentence, parts[i - 1] if i else None)
+        offset = max(chunk.text.find(sentence, cursor), 0)
+        cursor = offset + len(sentence)
+        units.append(
+            Chunk(
+                id=f"{chunk.id}#{i}",
+                document_id=chunk.document_id,
+                index=chunk.index,
+                text=text,
+                start=chunk.start + offset,
+                end=chunk.start + offset + len(text),
+            )
+        )
+    return units
 
 
 def training_data(

@@ -348,3 +348,131 @@ def _one(option: dict[str, Any], texts: list[str], numbers: list[int | float]) -
     if kind == "number":
         return _enum(option, list(numbers))
     return None
+
+
+# -- reading a relation from a sentence by the words its docstring gives ------------------------------
+
+_QUOTED_INVERSE = re.compile(r"[\"“]X ([^\"”]+?) Y[\"”] is Y (\w+) X")
+_PARENTHESES = re.compile(r"\(([^()]*)\)")
+_NEGATIONS = _word_set("not no never nor neither none nobody former formerly previously old")
+_RELATIVE = _word_set("who which that whose")
+# a clause ends at ; : — and before ", who", ", which", ", but", ", although", ", while"
+_CLAUSE = re.compile(r"\s*[;:—]\s*|,\s+(?=(?:who|which|whose|but|although|though|while|whereas)\b)|\s+but\s+")
+
+
+_IRREGULAR = {"led": "lead", "ran": "run", "took": "take", "built": "build", "wrote": "write", "made": "make"}
+_AUXILIARIES = _word_set("is are was were be been being has have had does did will would")
+
+
+def verb_stem(word: str) -> str:
+    """A verb's stem for matching its forms: "manages", "managed", "managing", "manage" -> "manag"."""
+    w = _IRREGULAR.get(word.casefold(), word.casefold())
+    for suffix in ("ing", "ies", "ied", "es", "ed", "s"):
+        if len(w) > len(suffix) + 1 and w.endswith(suffix):
+            w = w[: -len(suffix)] + ("y" if suffix in ("ies", "ied") else "")
+            break
+    return w.removesuffix("e")
+
+
+def relation_cues(label: str, doc: str, endpoint_words: Sequence[str] = ()) -> tuple[frozenset[str], frozenset[str]]:
+    """The verb stems that state a relation in prose, from its label and docstring: ``(forward, inverse)``.
+
+    Forward ("X <verb> Y" is ``X Label Y``): the label's words, the docstring's first word after its
+    opening noun ("The person *leads* (heads, runs) the team."), and the first word of each
+    alternative in parentheses. Inverse: the verbs of a quoted reading written the other way round
+    (``"X manages Y" is Y ReportsTo X``).
+    """
+    skip = _SMALL | _AUXILIARIES | {"other", "older", "newer", "one", "another"}
+    skip |= {w.casefold() for w in endpoint_words}
+    forward = {verb_stem(w) for w in relation_words(label)}
+    inverse: set[str] = set()
+    for match in _QUOTED_INVERSE.finditer(doc):
+        if match.group(2) == label:
+            said = [w.casefold() for w in text_words(match.group(1))]
+            verbs = {verb_stem(w) for w in said if w not in skip}
+            # "X is used by Y" is Y DependsOn X: a passive reading is the forward verb, read backwards
+            (forward if "by" in said else inverse).update(verbs)
+    plain = _QUOTED_INVERSE.sub("", doc)
+    for match in _PARENTHESES.finditer(plain):
+        for part in match.group(1).split(","):
+            first = [w for w in text_words(part) if w.casefold() not in skip]
+            if first:
+                forward.add(verb_stem(first[0]))
+    opening = [w for w in text_words(_PARENTHESES.sub("", plain)) if w.casefold() not in skip]
+    if opening:
+        forward.add(verb_stem(opening[0]))
+    return frozenset(forward - {""}), frozenset(inverse - {""})
+
+
+def read_relations(
+    text: str,
+    names: Mapping[str, tuple[str, str]],
+    cues: Mapping[str, tuple[frozenset[str], frozenset[str]]],
+    ends: Mapping[str, tuple[Sequence[str], Sequence[str]]],
+) -> list[tuple[str, str, str, str, str]]:
+    """Relations each clause of ``text`` states by a relation's verb between two names it writes.
+
+    ``names``: folded name (full or short) -> ``(name, label)`` of the entities the passage names;
+    ``cues``: relation label -> its :func:`relation_cues`; ``ends``: relation label -> (subject
+    labels, object labels). In a clause without a negation, a name before a cue verb and one after
+    it are read as ``subject, object`` (forward) or ``object, subject`` (an inverse cue, or a
+    passive "is run by"); names joined by "and" or commas all count. A relative clause ("..., who
+    leads Search") takes the name before it as its subject, and a verb coordinated with an earlier
+    one in its clause ("reports to A and manages B") the clause's subject. Returns
+    ``(label, subject name, subject label, object name, object label)`` tuples, once each.
+    """
+    found: dict[tuple[str, str, str, str, str], None] = {}
+    keys = sorted(names, key=lambda n: -len(n.split()))
+    for sentence in sentences(text):
+        previous_names: list[tuple[int, str]] = []
+        for clause in (c for c in _CLAUSE.split(sentence) if c and c.strip()):
+            words = [w.casefold() for w in text_words(clause)]
+            mentions: list[tuple[int, str]] = []  # (word position, folded name)
+            taken: set[int] = set()
+            for key in keys:
+                size = len(key.split())
+                for i in range(len(words) - size + 1):
+                    span = range(i, i + size)
+                    if not taken.intersection(span) and normalize_text(" ".join(words[i : i + size])) == key:
+                        mentions.append((i, key))
+                        taken.update(span)
+            mentions.sort()
+            relative = bool(words) and words[0] in _RELATIVE
+            negated = any(w in _NEGATIONS for w in words)
+            subjects_of_clause: list[tuple[int, str]] | None = None
+            cue_at = [
+                i
+                for i, w in enumerate(words)
+                if any(verb_stem(w) in f or verb_stem(w) in inv for f, inv in cues.values())
+            ]
+            for n, v in enumerate(cue_at):
+                stem_v = verb_stem(words[v])
+                passive = v + 1 < len(words) and words[v + 1] == "by"
+                start = cue_at[n - 1] if n else -1
+                stop = cue_at[n + 1] if n + 1 < len(cue_at) else len(words)
+                left = [m for m in mentions if start < m[0] < v]
+                coordinated = v > 0 and words[v - 1] == "and"  # "reports to A and manages B"
+                if (coordinated or not left) and subjects_of_clause is not None:
+                    left = subjects_of_clause
+                if not left and relative and previous_names:
+                    left = previous_names[-1:]
+                right = [m for m in mentions if v < m[0] < stop]
+                if subjects_of_clause is None and left:
+                    subjects_of_clause = left
+                if negated:
+                    continue
+                for label, (forward, inverse) in cues.items():
+                    direction = 1 if stem_v in forward else -1 if stem_v in inverse else 0
+                    if not direction:
+                        continue
+                    if passive:
+                        direction = -direction
+                    subj_labels, obj_labels = ends[label]
+                    for _, a in left:
+                        for _, b in right:
+                            s, o = (a, b) if direction == 1 else (b, a)
+                            (s_name, s_label), (o_name, o_label) = names[s], names[o]
+                            if s_label in subj_labels and o_label in obj_labels and s_name != o_name:
+                                found.setdefault((label, s_name, s_label, o_name, o_label), None)
+            previous_names = mentions or previous_names
+    return list(found)

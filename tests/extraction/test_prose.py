@@ -327,3 +327,57 @@ def test_kag_train_fits_an_extraction_program_and_ingest_says_why_relations_were
         out, err = capsys.readouterr()
     assert code == 0, err
     assert "not written: 1 (no_shared_sentence)" in out and "1 proposed, refused 1 by no_shared_sentence" in out
+
+
+def test_a_relation_is_read_from_its_own_words_in_either_direction() -> None:
+    from kag.programs.stated import read_relations, relation_cues
+
+    cues = {
+        "Leads": relation_cues("Leads", "The person leads (heads, runs, manages) the team.", ["person", "team"]),
+        "ReportsTo": relation_cues(
+            "ReportsTo", 'The person reports to the other person ("X manages Y" is Y ReportsTo X).', ["person"]
+        ),
+    }
+    assert cues["ReportsTo"] == (frozenset({"report"}), frozenset({"manag"}))
+    ends = {"Leads": (["Person"], ["Team"]), "ReportsTo": (["Person"], ["Person"])}
+    names = {
+        "carlos mendes": ("Carlos Mendes", "Person"),
+        "carlos": ("Carlos Mendes", "Person"),
+        "tomasz": ("Tomasz Wiśniewski", "Person"),
+        "yuki tanaka": ("Yuki Tanaka", "Person"),
+        "infrastructure": ("Infrastructure", "Team"),
+        "pavel": ("Pavel Novak", "Person"),
+    }
+    text = (
+        "The Infrastructure team is run by Carlos Mendes. Carlos reports to Tomasz and manages Yuki Tanaka. "
+        "Yuki works with Pavel, but Pavel is not her manager and she does not report to Pavel."
+    )
+    assert sorted(read_relations(text, names, cues, ends)) == [
+        ("Leads", "Carlos Mendes", "Person", "Infrastructure", "Team"),  # passive: "is run by"
+        ("ReportsTo", "Carlos Mendes", "Person", "Tomasz Wiśniewski", "Person"),
+        ("ReportsTo", "Yuki Tanaka", "Person", "Carlos Mendes", "Person"),  # inverse, coordinated: "and manages"
+    ]  # nothing from the negated clause
+
+
+async def test_the_reading_adds_what_a_verb_states_and_refuses_a_pair_it_contradicts(kb: kag.KnowledgeBase) -> None:
+    text = "Maria Kowalski and Omar Haddad report to Tomasz Wiśniewski. Tomasz leads Architecture."
+    answer = {
+        "entities": [
+            ref("Person", "Maria Kowalski"),
+            ref("Person", "Omar Haddad"),
+            ref("Person", "Tomasz Wiśniewski"),
+            ref("Team", "Architecture"),
+        ],
+        "relations": [rel("ReportsTo", ref("Person", "Maria Kowalski"), ref("Person", "Omar Haddad"))],
+    }
+    report = await KnowledgeExtractor(kb, ScriptedLM([answer])).ingest([text], dry_run=True)
+    assert sorted((r.label, r.subject.name, r.object.name) for r in report.extracted) == [
+        ("Leads", "Tomasz Wiśniewski", "Architecture"),
+        ("ReportsTo", "Maria Kowalski", "Tomasz Wiśniewski"),
+        ("ReportsTo", "Omar Haddad", "Tomasz Wiśniewski"),
+    ]
+    [chunk] = report.chunk_reports
+    assert chunk.refused == {"reading_disagrees": 1}
+    assert sorted(p.by for p in chunk.relations) == ["model", "reading", "reading", "reading"]
+    off = await KnowledgeExtractor(kb, ScriptedLM([answer]), reading=False).ingest([text], dry_run=True)
+    assert [(r.subject.name, r.object.name) for r in off.extracted] == [("Maria Kowalski", "Omar Haddad")]
