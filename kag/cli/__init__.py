@@ -161,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("local", "ray"),
         default="local",
         help="with --extract: where the model runs: local (this process, default) or ray (a Ray Data job; "
-        "pip install 'kag[ray]')",
+        "pip install 'graph-kag[ray]')",
     )
     ingest.add_argument(
         "--address",

@@ -1,6 +1,6 @@
 """kag's ingest pipeline as a Ray Data job: ``kag ingest PATH --extract --engine ray``.
 
-The job (``pip install 'kag[ray]'``):
+The job (``pip install 'graph-kag[ray]'``):
 
 1. **read** — the driver loads the sources (files, folders, URLs) with kag's loaders and
    indexes their passages as a single process does (so no shared filesystem is needed, and
@@ -50,10 +50,11 @@ from kag.programs.extractor import KnowledgeExtractor
 from kag.rag.embedders import Embedder
 from kag.rag.loaders import AutoLoader, Source
 from kag.rag.splitter import RecursiveCharacterSplitter
+from kag.version import pip_install
 
 __all__ = ["RayIngest", "require_ray"]
 
-INSTALL_HINT = "pip install 'kag[ray]' (Ray Data 2.60 or later)"
+INSTALL_HINT = f"{pip_install('ray')} (Ray Data 2.60 or later)"
 
 
 def require_ray() -> Any:

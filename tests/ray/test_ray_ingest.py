@@ -227,7 +227,7 @@ def test_without_ray_the_engine_says_what_to_install(
 ) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray fails as if it were not installed
     code, _, err = run("ingest", str(corpus), "--extract", "--lm", lm, *SCHEMA, "--engine", "ray")
-    assert code == 1 and "pip install 'kag[ray]'" in err
+    assert code == 1 and "pip install 'graph-kag[ray]'" in err
 
 
 @pytest.mark.parametrize(
