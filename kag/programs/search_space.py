@@ -133,6 +133,8 @@ def question_numbers(text: str) -> list[float]:
             continue
         scale = (match.group(2) or "").lower()
         out.append(value * _SCALES.get(scale, 1.0))
+        if scale:  # "170 million" may be stored as 170 (a field "in millions")
+            out.append(value)
     return list(dict.fromkeys(out))
 
 

@@ -23,7 +23,7 @@ from tests.docs.blocks import ROOT
 _OLD_NAME = re.compile(r"(?<![\w./-])kag\[[a-z-]+\]")
 # files whose owners are changing them now; each still names the old distribution until they pass
 # DISTRIBUTION / pip_install to their messages (the test fails once one no longer does: drop it here)
-_PENDING = ("kag/lm/llamacpp.py", "kag/lm/packaged.py")
+_PENDING: tuple[str, ...] = ()
 
 
 def _read_by_readers() -> list[str]:

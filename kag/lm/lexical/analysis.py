@@ -331,7 +331,8 @@ async def _analyze(question: str, schema: _Schema, index: _NameIndex, max_ngram:
     if target is None:
         # "What are the capitals of ...", "How many neighbours ...": the asked word names a
         # relation; what is asked is that relation's subject
-        target = _relation_noun_target(tokens, covered, label_hits, rel_positions, schema)
+        named = {label for m in mentions[:3] for label in m.names if label != ANY}
+        target = _relation_noun_target(tokens, covered, label_hits, rel_positions, schema, named)
     if target is None and label_hits:
         strong = [h for h in label_hits if h[2] >= 1.0] or label_hits
         target = strong[0][1]
@@ -360,8 +361,11 @@ def _relation_noun_target(
     label_hits: Sequence[tuple[int, str, float]],
     rel_positions: Mapping[str, list[int]],
     schema: _Schema,
+    named: set[str] | None = None,
 ) -> str | None:
-    """The subject label of a relation named right after the question word, if any."""
+    """The subject label of a relation named right after the question word, if any; its object label
+    where the question names an entity of the subject's label alone ("Who directed <a film>?" asks
+    for the director of ``Film -[DirectedBy]-> Director``, not for a film)."""
     label_at = {pos for pos, _, _ in label_hits}
     for w, token in enumerate(tokens):
         if token not in _WH and token != "many":
@@ -371,8 +375,12 @@ def _relation_noun_target(
                 return None
             rels = [label for label, ps in rel_positions.items() if p in ps]
             subjects = {lab for r in rels for lab in schema.relations[r].subj}
+            objects = {lab for r in rels for lab in schema.relations[r].obj}
             if len(subjects) == 1:
-                return subjects.pop()
+                subject = next(iter(subjects))
+                if named and subject in named and len(objects) == 1 and not objects & named:
+                    return objects.pop()
+                return subject
             if tokens[p] not in _STOPWORDS:
                 return None
         return None

@@ -102,8 +102,9 @@ def synonyms(stemmed: str) -> tuple[str, ...]:
 
 
 # comparisons: "more than 5 million", "fewer than 2,000", "at least 3", "below 1.5 billion"
-_MORE = r"more|greater|larger|bigger|higher|over|above|exceeding|longer|taller|older"
-_LESS = r"less|fewer|smaller|lower|below|under|shorter|younger"
+# "after 2019" / "before 2000": a year (or any number) compared in time
+_MORE = r"more|greater|larger|bigger|higher|over|above|exceeding|longer|taller|older|after|later"
+_LESS = r"less|fewer|smaller|lower|below|under|shorter|younger|before|earlier"
 _COMPARE = re.compile(
     rf"\b(?:(at\s+least|at\s+most|no\s+more\s+than|no\s+less\s+than|(?:{_MORE}|{_LESS})(?:\s+than)?))\s+"
     r"(\d+(?:[,\s]\d{3})*(?:\.\d+)?)\s*(thousand|million|billion|k\b|bn\b)?",
