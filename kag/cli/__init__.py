@@ -38,6 +38,7 @@ from typing import Any, TextIO
 from kag.cli.train import add_train_parser, read_labelled_passages, train_command
 from kag.datamodels.text import pattern_text
 from kag.errors import ConfigError, KagError, SchemaError, UsageError
+from kag.files import atomic_write_text
 from kag.rag.loaders import Source
 from kag.server.service import Service
 from kag.server.specs import EXAMPLE_SCHEMAS, backend_name, check_kb_uri, default_kb_uri, public_uri
@@ -661,7 +662,7 @@ async def _schema(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     description = await introspect(source, sample=args.sample)
     text = description.source()
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+        atomic_write_text(Path(args.output), text)
         labels, types = len(description.labels), len(description.relation_types)
         print(f"wrote {labels} entity and {types} relation models to {args.output}", file=err)
     else:
