@@ -10,7 +10,7 @@ passages a user writes) and 8 held-out passages written before any tuning and ne
 ``--split train``: the tuning set, the training passages after the ``--demos`` shown ones.
 ``--split heldout``: the held-out passages. ``--fit N``: fit the extractor first on the first
 ``N`` training passages (``KNNFewShot`` with the labelled passages as the teacher, reward
-``relation_f1``), then measure.
+``relation_f1``, candidates scored on the last 3 of them), then measure.
 
 Each passage is one chunk, extracted in a dry run against an empty knowledge base. Measured:
 relation recall and precision (label and both ends' names must match the labelled relation),
@@ -99,7 +99,8 @@ async def measure(
         )
         x, y = training_data(shown)
         started = time.perf_counter()
-        history = await program.fit(x, y, epochs=1, verbose=0, seed=0)
+        # candidates are scored on the last 3 labelled passages (each never shown as its own example)
+        history = await program.fit(x, y, epochs=1, verbose=0, seed=0, validation_data=(x[-3:], y[-3:]))
         fit_seconds = time.perf_counter() - started
         log(
             f"{domain}: fit {fit_seconds:.0f} s, {history.history}, "
