@@ -399,13 +399,19 @@ class SearchSpace:
     ) -> None:
         """Spans no name links, tried as each entity of a label next to the answer's (an alias): one
         pattern from it to the answer's label, as stored, negated or counted."""
-        linked = {name_key(link.span) for link in links}
+        tokens = [words(t) for t in texts]
+        covered = [_positions(tokens, words(link.span)) for link in links]
+        index = await self.kb.names()
+        labels = list(self.schema.entity_labels)
         spans = [
             span
             for span in sorted(text_spans(texts, names_only=True), key=lambda s: -len(s.split()))
-            if name_key(span) not in linked
-            and _capitalized(span)
+            if _capitalized(span)
             and not _sentence_start_only(texts, span)
+            # inside a linked name ("Iron Tide" in "Iron Tide: Reckoning"), or a name the graph
+            # holds: no alias
+            and not any(_positions(tokens, words(span)) <= c for c in covered if c)
+            and not index.exact(name_key(span), labels)
         ]
         neighbours: set[str] = set()
         for spec in self.schema.relations.values():
@@ -426,9 +432,19 @@ class SearchSpace:
                                 return
 
 
+# words that open a question capitalized without being part of a name ("List the SF films")
+_OPENERS = frozenset(
+    "list which what who whom whose where when how name show give find tell is are was were does do did "
+    "can could all any each every the a an in on of for from by with apart besides except".split()
+)
+
+
 def _capitalized(span: str) -> bool:
-    """A span that reads as a name: its first and last words capitalized (or numbers)."""
+    """A span that reads as a name: its first and last words capitalized (or numbers), and its first
+    word none that opens a question or a clause."""
     parts = span.split()
+    if parts[0].lower() in _OPENERS:
+        return False
     return all(p[:1].isupper() or p[:1].isdigit() for p in (parts[0], parts[-1]))
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import math
 import os
 import random
@@ -41,6 +42,7 @@ from kag.training.variables import FORMAT, VERSION, Variable, check_variables_do
 __all__ = ["Trainer", "TrainerSync"]
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 DEFAULT_CONCURRENCY = 4
 
 
@@ -349,13 +351,20 @@ class Trainer:
                 return found
         return None
 
-    async def _check_aliases(self, aliases: Mapping[str, Mapping[str, Mapping[str, str]]]) -> None:
-        """Each module refuses aliases it cannot keep (a name another entity already has)."""
+    async def _check_aliases(self, aliases: dict[str, dict[str, dict[str, str]]]) -> None:
+        """Drop the learned aliases a module cannot keep (a name another entity already has): a
+        search that needed one is still a demo, the alias is not learned."""
         modules = self.trainable_modules()
         for name, found in aliases.items():
             module = modules.get(name)
-            if isinstance(module, FindsFromAnswer):
-                await module.check_aliases(found)
+            if not isinstance(module, FindsFromAnswer):
+                continue
+            for key in list(found):
+                try:
+                    await module.check_aliases({key: found[key]})
+                except TrainingError as exc:
+                    log.warning("%s: not learned: %s", name, exc)
+                    del found[key]
 
     def _summary(self, scored: Sequence[tuple[Outcome, dict[str, float]]], prefix: str = "") -> dict[str, Any]:
         n = len(scored)

@@ -23,6 +23,7 @@ class Film(kag.Entity):
     label: Literal["Film"] = "Film"
     name: str
     year: int = 0
+    budget: int = kag.Field(default=0, description="Production budget, millions of US dollars")
 
 
 class Director(kag.Entity):
@@ -58,8 +59,8 @@ class ActedIn(kag.Relation):
 @pytest.fixture
 async def archive() -> kag.KnowledgeBase:
     kb = kag.KnowledgeBase("memory://", entity_models=[Film, Director, Actor], relation_models=[DirectedBy, ActedIn])
-    signal = Film(name="Signal Lost", year=1994)
-    harbour = Film(name="Glass Harbour", year=2011)
+    signal = Film(name="Signal Lost", year=1994, budget=40)
+    harbour = Film(name="Glass Harbour", year=2011, budget=180)
     await kb.upsert(
         [
             DirectedBy(subj=signal, obj=Director(name="Desmond Okoro")),
@@ -118,3 +119,28 @@ async def test_a_demo_may_not_override_the_relation_the_question_names(archive: 
     # and a demo whose search uses the relation the question names is fine too
     directed = [{**acted, "subject_label": "Film", "relation_label": "DirectedBy", "object_label": "Director"}]
     assert not overrides_question(demo_a, question, directed)
+
+
+async def test_a_number_scaled_by_a_word_is_compared_in_the_fields_own_unit(archive: kag.KnowledgeBase) -> None:
+    retriever = kag.KnowledgeRetriever(archive, kag.LexicalLM(knowledge_base=archive), max_hops=2)
+
+    class Q(kag.DataModel):
+        query: str
+
+    found = await retriever(Q(query="Which films cost more than 170 million dollars?"))
+    # the budget is kept in millions: "170 million" is compared as 170, not 170000000
+    assert found.search["hops"][0]["subject_where"] == [{"field": "budget", "op": ">", "value": 170}]
+    assert {f.subject["name"] for f in found.facts} == {"Glass Harbour"}
+
+
+async def test_negation_said_without_not(archive: kag.KnowledgeBase) -> None:
+    for question in (
+        "Which films were made outside the studio?",
+        "Which films other than Signal Lost are there?",
+        "Apart from Signal Lost, which films are there?",
+        "All films except Signal Lost?",
+    ):
+        a, _ = await analysis(archive, question)
+        assert a.negated and a.negation_at is not None, question
+    a, _ = await analysis(archive, "Which films did Hana Seo direct?")
+    assert not a.negated

@@ -46,6 +46,7 @@ class _Compare:
     value: int | float
     start: int  # token span of the phrase (the number and its unit words)
     end: int
+    written: int | float | None = None  # the number as written, where a scale word changed it ("170 million")
 
 
 @dataclass
@@ -185,7 +186,11 @@ def _vocabulary(schema: _Schema) -> set[str]:
 # a stopword may start or end a name the graph holds ("US Dollar", "Saint John's"); these
 # may, when the whole n-gram is then found exactly
 _HARD_EDGES = _PREPOSITIONS | _WH | _YES_NO | {"and", "or", "than"}
-_NEGATION_WORDS = frozenset({"not", "no", "none", "without", "never", "neither", "nor"})
+_NEGATION_WORDS = frozenset(
+    {"not", "no", "none", "without", "never", "neither", "nor", "outside", "except", "excluding", "besides"}
+)
+# two-word negations: "other than X", "apart from X"
+_NEGATION_PAIRS = frozenset({("other", "than"), ("apart", "from")})
 
 
 def _token_index(question: str, offset: int) -> int:
@@ -199,17 +204,25 @@ def _find_compare(question: str) -> _Compare | None:
         return None
     digits = re.sub(r"[,\s]", "", m.group(2))
     value: int | float = float(digits) if "." in digits else int(digits)
+    written: int | float | None = None
     if m.group(3):
+        written = value
         value = value * _SCALE[m.group(3).lower()]
         value = int(value) if float(value).is_integer() else value
     return _Compare(
-        comparison_op(m.group(1)), value, _token_index(question, m.start()), _token_index(question, m.end())
+        comparison_op(m.group(1)),
+        value,
+        _token_index(question, m.start()),
+        _token_index(question, m.end()),
+        written,
     )
 
 
 def _negation_at(tokens: Sequence[str]) -> int | None:
     for i, t in enumerate(tokens):
         if t in _NEGATION_WORDS or (t == "t" and i and tokens[i - 1].endswith("n")):
+            return i
+        if i + 1 < len(tokens) and (t, tokens[i + 1]) in _NEGATION_PAIRS:
             return i
     return None
 

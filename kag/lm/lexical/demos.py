@@ -242,6 +242,11 @@ def _map_conditions(conditions: Any, demo_a: _Analysis, a: _Analysis) -> list[di
             if a.compare is None:
                 return None
             mapped.append({**cond, "value": a.compare.value})
+        elif demo_a.compare is not None and demo_a.compare.written is not None and value == demo_a.compare.written:
+            # the field holds the number as written ("170 million" stored as 170, "in millions")
+            if a.compare is None:
+                return None
+            mapped.append({**cond, "value": a.compare.written if a.compare.written is not None else a.compare.value})
         elif isinstance(value, int | float) and str(value) in demo_a.tokens:
             return None  # a number the demo question stated and the new one may not
         else:

@@ -397,7 +397,9 @@ def _attach_numbers(hops: list[dict[str, Any]], a: _Analysis, schema: _Schema) -
     if a.compare is not None and f"{side}_where" in schema.hop_fields:
         name = _field(a, schema, label, a.compare.start)
         if name is not None:
-            hop[f"{side}_where"] = [{"field": name, "op": a.compare.op, "value": a.compare.value}]
+            hop[f"{side}_where"] = [
+                {"field": name, "op": a.compare.op, "value": compared_value(a, schema, label, name)}
+            ]
     if a.superlative is not None and "order_by" in schema.hop_fields:
         name = _field(a, schema, label, a.superlative.pos)
         if name is not None:
@@ -405,3 +407,19 @@ def _attach_numbers(hops: list[dict[str, Any]], a: _Analysis, schema: _Schema) -
             hop["order_by"] = {"side": side, "field": name, "direction": direction}
             hop["limit"] = 1
     return hops
+
+
+_SCALE_WORDS = {"thousand": "thousand", "million": "million", "billion": "billion"}
+
+
+def compared_value(a: _Analysis, schema: _Schema, label: str, field_name: str) -> int | float:
+    """The number a comparison holds a field to: as written ("170") where the field is kept in the
+    unit the question scaled by ("budget, millions of dollars" asked "more than 170 million"), else
+    the scaled value (170000000)."""
+    assert a.compare is not None
+    written = a.compare.written
+    if written is None:
+        return a.compare.value
+    stems = schema.numeric.get(label, {}).get(field_name, frozenset())
+    scaled_by = {stem for stem in stems if stem in _SCALE_WORDS}
+    return written if scaled_by else a.compare.value
