@@ -13,7 +13,9 @@ skips them.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import copy
+import dataclasses
 import hashlib
 import json
 import os
@@ -114,12 +116,19 @@ class ReplayedFailure(ValueError):
     """
 
 
+_CALLS: contextvars.ContextVar[dict[str, dict[str, Any]] | None] = contextvars.ContextVar("kag_calls", default=None)
+
+
 class RecordingLM:
-    """Wraps a worker's model and keeps each extraction answer by :func:`passage_key`."""
+    """Wraps a worker's model and records each call's answer (or error) by :func:`passage_key`.
+
+    The extractor may call the model more than once for a chunk (one sentence at a time under a
+    grammar); :func:`answer_chunk` collects the calls of its own chunk, even with several chunks
+    in flight at once.
+    """
 
     def __init__(self, inner: LanguageModel) -> None:
         self.inner = inner
-        self.answers: dict[str, dict[str, Any]] = {}
 
     @property
     def name(self) -> str:
@@ -144,9 +153,17 @@ class RecordingLM:
         validate: Callable[[dict[str, Any]], Any] | None = None,
         schema_name: str = "output",
     ) -> dict[str, Any]:
-        """Ask the wrapped model; keep its (validated) answer."""
-        answer = await self.inner.generate(messages, schema, validate=validate, schema_name=schema_name)
-        self.answers[passage_key(messages)] = copy.deepcopy(answer)
+        """Ask the wrapped model; record its (validated) answer, or the reason it gave none."""
+        calls = _CALLS.get()
+        key = passage_key(messages)
+        try:
+            answer = await self.inner.generate(messages, schema, validate=validate, schema_name=schema_name)
+        except (ValueError, pydantic.ValidationError, KeyError) as exc:
+            if calls is not None:
+                calls[key] = {"error": str(exc)[:500]}
+            raise
+        if calls is not None:
+            calls[key] = {"answer": copy.deepcopy(answer)}
         return answer
 
     def get_config(self) -> dict[str, Any]:
@@ -156,66 +173,63 @@ class RecordingLM:
 
 @dataclass
 class ChunkAnswer:
-    """What a worker sends back for one chunk: the model's answer, or why there is none.
+    """What a worker sends back for one chunk: each model call's answer (or error), by passage key.
 
     ``transient``: the model could not be reached (a transport error, a timeout); the chunk is
     reported as failed and its document is not marked finished, so the next run asks again.
+    ``capabilities``: the worker model's (the writer's extractor reads the chunk the same way).
     """
 
-    key: str
-    answer: dict[str, Any] | None = None
+    calls: dict[str, dict[str, Any]] = field(default_factory=dict)
     error: str | None = None
     transient: bool = False
     seconds: float = 0.0
+    capabilities: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:
         """The answer as one JSON text (what crosses the engine)."""
-        return json.dumps(
-            {
-                "key": self.key,
-                "answer": self.answer,
-                "error": self.error,
-                "transient": self.transient,
-                "s": self.seconds,
-            },
-            ensure_ascii=False,
-        )
+        data = {"calls": self.calls, "error": self.error, "transient": self.transient, "s": self.seconds}
+        return json.dumps({**data, "capabilities": self.capabilities}, ensure_ascii=False)
 
     @classmethod
     def from_json(cls, text: str) -> ChunkAnswer:
         """Read :meth:`to_json` back."""
         data = json.loads(text)
-        return cls(data["key"], data["answer"], data["error"], bool(data["transient"]), float(data["s"]))
+        return cls(data["calls"], data["error"], bool(data["transient"]), float(data["s"]), data["capabilities"])
 
 
 async def answer_chunk(extractor: KnowledgeExtractor, recorder: RecordingLM, chunk: Chunk) -> ChunkAnswer:
-    """Run the extractor's model on one chunk (through ``recorder``) and record the outcome.
+    """Run the extractor's model on one chunk (through ``recorder``) and record every call.
 
-    The extractor's own errors for a bad answer (``ValueError``, pydantic's, ``KeyError``) are
-    kept as the reason the single process would report; any other error is transient.
+    What the extractor refuses (``ValueError``, pydantic's, ``KeyError``) is replayed by the writer
+    from the recorded calls; any other error is transient.
     """
-    key = passage_key(extractor.messages(chunk, []))
+    calls: dict[str, dict[str, Any]] = {}
+    token = _CALLS.set(calls)
     started = time.perf_counter()
+    capabilities = capabilities_of(recorder).as_dict()
     try:
         await extractor.extract(chunk)
     except (ValueError, pydantic.ValidationError, KeyError) as exc:
-        answer = recorder.answers.pop(key, None)
-        if answer is not None:  # the answer came, the extractor refused it: the writer refuses it alike
-            return ChunkAnswer(key, answer, seconds=time.perf_counter() - started)
-        return ChunkAnswer(key, error=str(exc)[:500], seconds=time.perf_counter() - started)
+        return ChunkAnswer(calls, str(exc)[:500], seconds=time.perf_counter() - started, capabilities=capabilities)
     except Exception as exc:  # transport failures, timeouts: asked again on the next run
-        recorder.answers.pop(key, None)
         reason = f"{type(exc).__name__}: {exc}"[:500]
-        return ChunkAnswer(key, error=reason, transient=True, seconds=time.perf_counter() - started)
-    return ChunkAnswer(key, recorder.answers.pop(key), seconds=time.perf_counter() - started)
+        return ChunkAnswer(calls, reason, True, time.perf_counter() - started, capabilities)
+    finally:
+        _CALLS.reset(token)
+    return ChunkAnswer(calls, seconds=time.perf_counter() - started, capabilities=capabilities)
 
 
 class ReplayLM:
-    """A model that answers each extraction call with the answer a worker recorded for it."""
+    """A model that answers each call with the answer a worker recorded for the same messages.
+
+    ``capabilities`` are set to the worker model's, so the writer's extractor makes the same calls.
+    """
 
     def __init__(self, name: str) -> None:
         self._name = name
-        self.answers: dict[str, ChunkAnswer] = {}
+        self.answers: dict[str, dict[str, Any]] = {}
+        self.declared = ModelCapabilities()
 
     @property
     def name(self) -> str:
@@ -224,8 +238,17 @@ class ReplayLM:
 
     @property
     def capabilities(self) -> ModelCapabilities:
-        """None: the answers are already made."""
-        return ModelCapabilities()
+        """The workers' model's capabilities (see :meth:`declare`)."""
+        return self.declared
+
+    def declare(self, capabilities: Mapping[str, Any]) -> None:
+        """Take the capabilities a worker reported (fields this version does not know are ignored)."""
+        known = {f.name for f in dataclasses.fields(ModelCapabilities)}
+        self.declared = ModelCapabilities(**{k: v for k, v in capabilities.items() if k in known})
+
+    def add(self, answer: ChunkAnswer) -> None:
+        """Keep a chunk's recorded calls for replay."""
+        self.answers.update(answer.calls)
 
     async def generate(
         self,
@@ -235,13 +258,13 @@ class ReplayLM:
         validate: Callable[[dict[str, Any]], Any] | None = None,
         schema_name: str = "output",
     ) -> dict[str, Any]:
-        """The recorded answer of this passage; :class:`ReplayedFailure` with the worker's reason."""
+        """The recorded answer of these messages; :class:`ReplayedFailure` with the worker's reason."""
         recorded = self.answers.get(passage_key(messages))
         if recorded is None:
             raise ReplayedFailure("no answer was recorded for this passage")
-        if recorded.answer is None:
-            raise ReplayedFailure(recorded.error or "the model gave no answer")
-        return copy.deepcopy(recorded.answer)
+        if "answer" not in recorded:
+            raise ReplayedFailure(str(recorded.get("error") or "the model gave no answer"))
+        return copy.deepcopy(recorded["answer"])
 
     def get_config(self) -> dict[str, Any]:
         """Descriptive only."""

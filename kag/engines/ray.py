@@ -390,7 +390,10 @@ class RayIngest:
         for item in batch:
             ordered = [item.rows[i] for i in sorted(item.rows)]
             chunks.extend(chunk for chunk, _ in ordered)
-            replay.answers.update((answer.key, answer) for _, answer in ordered)
+            for _, answer in ordered:
+                replay.add(answer)
+                if answer.capabilities:  # the workers' model: the writer reads each chunk as they did
+                    replay.declare(answer.capabilities)
             if not any(answer.transient for _, answer in ordered):
                 finished.append((item.document.id, item.document.source))
         report = await writer.ingest(chunks)
