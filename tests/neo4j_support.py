@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
+import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -18,11 +22,17 @@ ROOT = Path(__file__).resolve().parents[1]
 # taken when the test session starts: the tests themselves run with NEO4J_* and KAG_KB removed
 # from the environment (tests/conftest.py), so "no store named" means memory:// in every test
 SESSION_ENV = {k: v for k, v in os.environ.items() if k.startswith("NEO4J_")}
+SCRIPT = ROOT / "deploy" / "neo4j" / "neo4j.sh"
+
+
+def server_dir() -> Path:
+    """The directory of the server deploy/neo4j/neo4j.sh runs for this session ($KAG_NEO4J_DIR, else .neo4j)."""
+    return Path(os.environ.get("KAG_NEO4J_DIR") or ROOT / ".neo4j")
 
 
 def neo4j_settings() -> dict[str, str]:
     env = dict(SESSION_ENV)
-    env_file = ROOT / ".neo4j" / "env"
+    env_file = server_dir() / "env"
     if "NEO4J_URI" not in env and env_file.exists():
         for line in env_file.read_text().splitlines():
             line = line.removeprefix("export ").strip()
@@ -72,3 +82,47 @@ def sync_session() -> Iterator[Any]:
             yield s
     finally:
         driver.close()
+
+
+# -- killing and restarting the session's server (the outage tests) --------------------------------
+
+
+def server_pid() -> int | None:
+    """The pid of the running server started by deploy/neo4j/neo4j.sh (``None``: not running)."""
+    pid_file = server_dir() / "home" / "run" / "neo4j.pid"
+    try:
+        pid = int(pid_file.read_text().strip())
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return None
+    return pid
+
+
+def kill_server() -> float:
+    """SIGKILL the server (a crash); returns the monotonic time of the kill."""
+    pid = server_pid()
+    if pid is None:
+        pytest.fail(f"no server started by deploy/neo4j/neo4j.sh in {server_dir()} (make test)", pytrace=False)
+    os.kill(pid, signal.SIGKILL)
+    killed = time.monotonic()
+    for _ in range(100):  # reaped by its parent shell's init; gone from the process table
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            break
+        time.sleep(0.05)
+    return killed
+
+
+def start_server(attempts: int = 3) -> str:
+    """Start the session's server again with the project's script (same directory and Bolt port),
+    trying ``attempts`` times: the tests after an outage test need it whatever happened."""
+    port = urlsplit(neo4j_settings()["uri"]).port or 7687
+    env = {**os.environ, "KAG_NEO4J_DIR": str(server_dir()), "KAG_NEO4J_BOLT_PORT": str(port)}
+    output = ""
+    for _ in range(attempts):
+        done = subprocess.run(["bash", str(SCRIPT), "start"], capture_output=True, text=True, env=env, check=False)
+        output += done.stdout + done.stderr[-3000:]
+        if done.returncode == 0:
+            return output
+    raise AssertionError(f"deploy/neo4j/neo4j.sh start failed {attempts} times:\n{output}")

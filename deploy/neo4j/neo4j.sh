@@ -3,14 +3,17 @@
 #
 #   deploy/neo4j/neo4j.sh install   # copy jars to .neo4j/lib (cached), write conf, set initial password
 #   deploy/neo4j/neo4j.sh start     # start in the background, wait until Bolt answers RETURN 1
+#                                   # (past KAG_NEO4J_START_TIMEOUT while a recovery makes progress)
 #   deploy/neo4j/neo4j.sh stop      # TERM (up to 30 s), then KILL
 #   deploy/neo4j/neo4j.sh status    # exit 0 running+answering, 1 running but not answering, 3 stopped
 #   deploy/neo4j/neo4j.sh log [N]   # last N (200) lines of console.log and debug.log
 #   deploy/neo4j/neo4j.sh env       # print export NEO4J_URI=... lines (also written to .neo4j/env)
 #   deploy/neo4j/neo4j.sh reset     # stop and delete the database files (next start re-initialises)
 #
-# Environment: KAG_NEO4J_BOLT_PORT (7687), KAG_NEO4J_PASSWORD (kag-test-password),
-# KAG_NEO4J_START_TIMEOUT (120), KAG_NEO4J_STOP_TIMEOUT (30), KAG_NEO4J_HEAP (512m),
+# Environment: KAG_NEO4J_BOLT_PORT (the port this instance last used, else 7687), KAG_NEO4J_PASSWORD
+# (kag-test-password), KAG_NEO4J_START_TIMEOUT (120: how long a start may go without progress),
+# KAG_NEO4J_RECOVERY_TIMEOUT (1800: the longest start, while the server keeps logging or writing
+# its files, e.g. recovering after a crash), KAG_NEO4J_STOP_TIMEOUT (30), KAG_NEO4J_HEAP (512m),
 # KAG_NEO4J_PAGECACHE (256m), KAG_NEO4J_JAVA_OPTS (extra JVM flags), JAVA_HOME, MVN (mvn),
 # KAG_NEO4J_APOC (0; 1 copies APOC core KAG_NEO4J_APOC_VERSION (5.26.19, same 5.26 line) from Maven
 # into the plugins directory on install/start: benchmarks against peers that need APOC; kag does not).
@@ -34,11 +37,15 @@ CONSOLE_LOG="$LOGS_DIR/console.log"
 DEBUG_LOG="$LOGS_DIR/debug.log"
 PW_RECORD="$BASE/initial-password"   # password the system database was initialised with
 ENV_FILE="$BASE/env"
+LAST_PORT_FILE="$BASE/bolt.port"    # the port of the last start: a restart after a crash reuses it
 
-PORT="${KAG_NEO4J_BOLT_PORT:-7687}"
+LAST_PORT=""
+[[ -f "$LAST_PORT_FILE" ]] && LAST_PORT="$(tr -dc '0-9' <"$LAST_PORT_FILE")"
+PORT="${KAG_NEO4J_BOLT_PORT:-${LAST_PORT:-7687}}"
 HEAP="${KAG_NEO4J_HEAP:-512m}"
 PAGECACHE="${KAG_NEO4J_PAGECACHE:-256m}"
 START_TIMEOUT="${KAG_NEO4J_START_TIMEOUT:-120}"
+RECOVERY_TIMEOUT="${KAG_NEO4J_RECOVERY_TIMEOUT:-1800}"
 STOP_TIMEOUT="${KAG_NEO4J_STOP_TIMEOUT:-30}"
 APOC="${KAG_NEO4J_APOC:-0}"
 APOC_VERSION="${KAG_NEO4J_APOC_VERSION:-5.26.19}"
@@ -343,6 +350,41 @@ while True:
 PY
 }
 
+# What changes while a starting server works (recovery, index population): its logs and data files.
+progress_mark() {
+    local f size=0
+    for f in "$DEBUG_LOG" "$CONSOLE_LOG"; do
+        [[ -f "$f" ]] && size=$((size + $(stat -c '%s' "$f")))
+    done
+    printf '%s:%s' "$size" "$(du -sb "$DATA_DIR" 2>/dev/null | cut -f1)"
+}
+
+# wait_ready PID -> as bolt_wait. Waits START_TIMEOUT, then on while each interval shows progress
+# (a crash recovery of a large store can take minutes), up to RECOVERY_TIMEOUT in all.
+wait_ready() {
+    local pid="$1" waited=0 chunk=10 rc before after err="$BASE/bolt-wait.err"
+    before="$(progress_mark)"
+    while :; do
+        rc=0
+        bolt_wait "$pid" "$chunk" 2>"$err" || rc=$?
+        if (( rc != 3 )); then
+            (( rc == 0 )) || cat "$err" >&2
+            return "$rc"
+        fi
+        waited=$((waited + chunk))
+        after="$(progress_mark)"
+        if (( waited >= START_TIMEOUT )); then
+            if [[ "$after" == "$before" ]] || (( waited >= RECOVERY_TIMEOUT )); then
+                cat "$err" >&2
+                log "no Bolt answer after ${waited}s and no progress in the last ${chunk}s (or over ${RECOVERY_TIMEOUT}s)"
+                return 3
+            fi
+            log "Bolt not answering after ${waited}s; the server is still working (recovery?), waiting on"
+        fi
+        before="$after"
+    done
+}
+
 port_in_use() {
     local py
     py="$(python_bin)"
@@ -414,14 +456,15 @@ cmd_start() {
         pid="$(read_pid)" || die "server did not write $PID_FILE"
         echo "$PORT" >"$PORT_FILE"
     fi
+    echo "$PORT" >"$LAST_PORT_FILE"
     t0="$(date +%s.%N)"
     rc=0
-    bolt_wait "$pid" "$START_TIMEOUT" || rc=$?
+    wait_ready "$pid" || rc=$?
     t1="$(date +%s.%N)"
     if (( rc != 0 )); then
         show_logs 200 >&2
         if (( rc == 3 )) && pid_alive "$pid"; then
-            log "Bolt not ready after ${START_TIMEOUT}s; stopping pid $pid"
+            log "Bolt not ready and no progress; stopping pid $pid"
             cmd_stop >/dev/null 2>&1 || true
         fi
         rm -f "$PID_FILE" "$PORT_FILE"

@@ -475,7 +475,8 @@ class Neo4jGraphStore:
             )
 
         started = time.perf_counter()
-        result = await self.retry(what, call, write=write)
+        # no write deadline here: run() writes only schema (constraints, indexes), once, before any data
+        result = await self.retry(what, call)
         elapsed = time.perf_counter() - started
         if elapsed >= SLOW_QUERY_SECONDS:
             log.warning("slow Neo4j query while %s: %.3fs", what, elapsed)
