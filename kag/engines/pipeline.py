@@ -185,17 +185,20 @@ class ChunkAnswer:
     transient: bool = False
     seconds: float = 0.0
     capabilities: dict[str, Any] = field(default_factory=dict)
+    finished_at: float = field(default_factory=time.time)
 
     def to_json(self) -> str:
         """The answer as one JSON text (what crosses the engine)."""
         data = {"calls": self.calls, "error": self.error, "transient": self.transient, "s": self.seconds}
-        return json.dumps({**data, "capabilities": self.capabilities}, ensure_ascii=False)
+        return json.dumps({**data, "capabilities": self.capabilities, "at": self.finished_at}, ensure_ascii=False)
 
     @classmethod
     def from_json(cls, text: str) -> ChunkAnswer:
         """Read :meth:`to_json` back."""
         data = json.loads(text)
-        return cls(data["calls"], data["error"], bool(data["transient"]), float(data["s"]), data["capabilities"])
+        return cls(
+            data["calls"], data["error"], bool(data["transient"]), float(data["s"]), data["capabilities"], data["at"]
+        )
 
 
 async def answer_chunk(extractor: KnowledgeExtractor, recorder: RecordingLM, chunk: Chunk) -> ChunkAnswer:
@@ -463,6 +466,14 @@ class IngestSummary:
     failed_sources: list[dict[str, str]] = field(default_factory=list)
     passages: dict[str, Any] = field(default_factory=dict)
     stages: dict[str, float] = field(default_factory=dict)
+    asked: tuple[float, float] | None = None  # when the workers asked the first chunk and answered the last
+
+    def answered(self, answer: ChunkAnswer) -> None:
+        """Count one worker answer's time (the workers' span: the extraction throughput of the pool)."""
+        self.time("extract (worker seconds)", answer.seconds)
+        start, end = answer.finished_at - answer.seconds, answer.finished_at
+        self.asked = (start, end) if self.asked is None else (min(self.asked[0], start), max(self.asked[1], end))
+        self.stages["extract (workers' span)"] = self.asked[1] - self.asked[0]
 
     def add(self, report: ExtractionReport) -> None:
         """Fold one written batch's extraction report in."""

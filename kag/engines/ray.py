@@ -350,7 +350,7 @@ class RayIngest:
                         recorded = ChunkAnswer.from_json(str(answer))
                         chunk = Chunk.model_validate_json(str(text))
                         item.rows[chunk.index] = (chunk, recorded)
-                        summary.time("extract (worker seconds)", recorded.seconds)
+                        summary.answered(recorded)
                 # the writer takes documents in their order: the graph does not depend on who finished first
                 while next_doc < len(documents) and pending[next_doc].complete:
                     batch.append(pending.pop(next_doc))
