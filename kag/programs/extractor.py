@@ -48,7 +48,7 @@ from kag.datamodels.documents import Chunk
 from kag.datamodels.schema import GraphSchema, inline_refs, strict_schema
 from kag.errors import ConfigError, InvalidInputError, LanguageModelError, SchemaError
 from kag.knowledge.base import KnowledgeBase
-from kag.lm.base import LanguageModel, Message
+from kag.lm.base import LanguageModel, Message, capabilities_of
 from kag.lm.guards import text_words
 from kag.programs.module import Module, as_list
 from kag.programs.skeleton import skeleton
@@ -644,7 +644,7 @@ class KnowledgeExtractor(Module):
     def _grammar(self) -> bool:
         """Whether the model decodes under a grammar."""
         grammar = False
-        if getattr(self.language_model, "constrained_decoding", False):
+        if capabilities_of(self.language_model).grammar:
             grammar = True
         return grammar
 

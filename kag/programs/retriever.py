@@ -828,6 +828,8 @@ def replace_aliases(text: str, aliases: Mapping[str, Mapping[str, str]]) -> str:
         pattern = r"(?<!\w)" + r"\W+".join(re.escape(w) for w in key.split()) + r"(?!\w)"
         text = re.sub(pattern, aliases[key]["name"], text, flags=re.IGNORECASE)
     return text
+
+
 _SMALL_CONTEXT = 8192  # a model's window at most this many tokens gets a prompt bounded by the question
 
 

@@ -13,6 +13,7 @@ import kag
 from kag.errors import ConfigError, JSONSchemaValidationError
 from kag.examples.seed import ENTITY_MODELS, RELATION_MODELS, City
 from kag.lm import ScriptedLM
+from kag.lm.base import ModelCapabilities
 from kag.lm.jsonschema_check import validate_json_schema
 from kag.programs.extractor import KnowledgeExtractor, extraction_schema
 from kag.programs.stated import (
@@ -28,13 +29,17 @@ from kag.programs.stated import (
 PASSAGE = "Lima is the capital of Peru. Arequipa is a city in Peru and has 1,008,290 inhabitants."
 
 
+# what LlamaCppLM declares: sampling under a grammar, demos narrowed, the scope gate on
+LLAMA_LIKE = ModelCapabilities(grammar=True, narrow_to_demos=True, scope_gate=True)
+
+
 def rel(label: str, subject: str, obj: str) -> dict[str, Any]:
     """An extracted relation from a City to a Country."""
     return {"label": label, "subject": {"label": "City", "name": subject}, "object": {"label": "Country", "name": obj}}
 
 
 class Constrained(ScriptedLM):
-    constrained_decoding = True  # as LlamaCppLM: it samples under the per-passage schema
+    capabilities = LLAMA_LIKE  # as LlamaCppLM: it samples under the per-passage schema
 
 
 @pytest.fixture
