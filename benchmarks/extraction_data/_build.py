@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (labelled prose: one passage a line)
 """Writes the labelled prose passages (run once; the JSONL files are the data)."""
 
 import json

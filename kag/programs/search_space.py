@@ -434,8 +434,48 @@ class SearchSpace:
 
 # words that open a question capitalized without being part of a name ("List the SF films")
 _OPENERS = frozenset(
-    "list which what who whom whose where when how name show give find tell is are was were does do did "
-    "can could all any each every the a an in on of for from by with apart besides except".split()
+    [
+        "list",
+        "which",
+        "what",
+        "who",
+        "whom",
+        "whose",
+        "where",
+        "when",
+        "how",
+        "name",
+        "show",
+        "give",
+        "find",
+        "tell",
+        "is",
+        "are",
+        "was",
+        "were",
+        "does",
+        "do",
+        "did",
+        "can",
+        "could",
+        "all",
+        "any",
+        "each",
+        "every",
+        "the",
+        "a",
+        "an",
+        "in",
+        "on",
+        "of",
+        "for",
+        "from",
+        "by",
+        "with",
+        "apart",
+        "besides",
+        "except",
+    ]
 )
 
 

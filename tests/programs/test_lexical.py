@@ -20,9 +20,9 @@ from kag.examples.world import (
 )
 from kag.lm import BaseLanguageModel, LanguageModel
 from kag.lm.lexical import LexicalLM
-from kag.text import split_identifier, stem, words
 from kag.programs import Program
 from kag.rag import embedders
+from kag.text import split_identifier, stem, words
 
 SCHEMA = kag.GraphSchema(list(ENTITY_MODELS), list(RELATION_MODELS))
 

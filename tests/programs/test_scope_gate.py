@@ -11,10 +11,10 @@ from typing import Any, Literal
 
 import pytest
 
-from kag.lm.base import ModelCapabilities
 import kag
 from kag.errors import ConfigError
 from kag.lm import ScriptedLM
+from kag.lm.base import ModelCapabilities
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from kag.lm.base import ModelCapabilities
 import kag
 from kag.errors import InvalidInputError, RewardError, TrainingError
+from kag.lm.base import ModelCapabilities
 from kag.training import BootstrapFewShot, KNNFewShot, LambdaCallback, RandomFewShot
 from tests.training.conftest import Answer, DemoCopyLM, Query, _search, build_program, questions
 

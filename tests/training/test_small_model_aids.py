@@ -8,15 +8,14 @@ from typing import Any, Literal
 
 import pytest
 
-from kag.lm.base import ModelCapabilities
 import kag
 from kag.lm import ScriptedLM
+from kag.lm.base import ModelCapabilities
 from kag.lm.guards import NOT_FOUND_TEXT
 from kag.programs.skeleton import MASK, skeleton
 from kag.training import Demo, Variable
 
 from .conftest import Query, _search, build_program
-
 
 # what LlamaCppLM declares: sampling under a grammar, demos narrowed, the scope gate on
 LLAMA_LIKE = ModelCapabilities(grammar=True, narrow_to_demos=True, scope_gate=True)
