@@ -165,11 +165,10 @@ async def test_neo4j_killed_under_http_traffic(serve: tuple[str, str], neo4j_con
         records, _, _ = driver.execute_query(
             "MATCH (n:Country {kag_ns: $ns}) RETURN n.name AS name", ns=ns, database_=neo4j_config["database"]
         )
-        driver.execute_query(
-            "MATCH (n {kag_ns: $ns}) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS",
-            ns=ns,
-            database_=neo4j_config["database"],
-        )
+        with driver.session(database=neo4j_config["database"]) as session:  # IN TRANSACTIONS: auto-commit
+            session.run(
+                "MATCH (n {kag_ns: $ns}) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS", ns=ns
+            ).consume()
     stored = {r["name"] for r in records}
     lost = [name for name in traffic.acked if name not in stored]
     assert traffic.acked and not lost, f"{len(lost)} acknowledged writes lost: {lost[:5]}"
