@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kag.lm.lexical.passages import Result, answer_from_passages, read_results
-from kag.lm.lexical.text import _ARROW, _COMPARE, _FACT_TAIL, _SECTION, _SUPERLATIVE, _YES_NO
+from kag.lm.lexical.text import _ARROW, _COMPARE, _FACT_TAIL, _SECTION, _STOPWORDS, _SUPERLATIVE, _YES_NO
 from kag.ranking.linking import name_key
-from kag.text import stem, words
+from kag.text import split_identifier, stem, words
 
 # -- answering from the rendered context -------------------------------------------------
 
@@ -87,6 +87,26 @@ def _searched_names(sections: dict[str, list[str]]) -> set[str]:
     return {name_key(t) for t in texts if isinstance(t, str) and t.strip() and t != "*"}
 
 
+def _relations_of(fact: _Fact) -> set[str]:
+    """The relation labels a rendered fact names (``A -[R]-> B``)."""
+    return {a or b for a, b in _ARROW.findall(fact.text)}
+
+
+def asked_relation_facts(facts: list[_Fact], tokens: list[str]) -> list[_Fact]:
+    """The facts of the relations the question names by their words, where some fact has one: "What is
+    the capital of Italy?" answers from ``Rome -[IsCapitalOf]-> Italy``, not from ``Milan -[IsCityOf]->
+    Italy`` beside it. Facts are kept as they are when no fact's relation is named."""
+    asked = {stem(t) for t in tokens if t not in _STOPWORDS}
+
+    def named(fact: _Fact) -> bool:
+        return any(
+            {stem(w) for w in split_identifier(rel) if w not in _STOPWORDS} & asked for rel in _relations_of(fact)
+        )
+
+    kept = [f for f in facts if named(f)]
+    return kept if kept else facts
+
+
 def _contains(tokens: list[str], name: str) -> bool:
     key = words(name)
     n = len(key)
@@ -155,6 +175,7 @@ def _compose_facts(prompt: str, results: list[Result], question: str | None = No
         if re.fullmatch(r"-?\d+", line):
             count = int(line)
     tokens = words(question)
+    facts = asked_relation_facts(facts, tokens)
     searched = _searched_names(sections)
 
     # the search names the question's entities as the graph does: when it names a fact's node, it
@@ -264,6 +285,8 @@ def _fill(name: str, prop: Any, root: dict[str, Any], ans: _Answer, depth: int =
                 return None
             if not ans.found and len(non_null) < len(branches):
                 return None
+            if len(non_null) < len(branches) and _numeric_kind(non_null[0]) and not _answers_a_number(ans):
+                return None  # a field the question does not ask for stays empty (no count, no value)
             return _fill(name, non_null[0], root, ans, depth)
     kind = prop.get("type")
     if isinstance(kind, list):
@@ -304,6 +327,17 @@ def _fill(name: str, prop: Any, root: dict[str, Any], ans: _Answer, depth: int =
     if kind == "null":
         return None
     return ans.text
+
+
+def _numeric_kind(prop: Mapping[str, Any]) -> bool:
+    return prop.get("type") in ("integer", "number")
+
+
+def _answers_a_number(ans: _Answer) -> bool:
+    """Whether the answer is a number: a count, or a numeric property value ("The population of X is 5")."""
+    if ans.count is not None:
+        return True
+    return bool(ans.names) and all(re.fullmatch(r"-?\d+(?:[.,]\d+)*", str(n).strip()) for n in ans.names)
 
 
 def _fill_object(schema: dict[str, Any], root: dict[str, Any], ans: _Answer, depth: int = 0) -> dict[str, Any]:
