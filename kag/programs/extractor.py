@@ -48,7 +48,7 @@ from kag.datamodels.documents import Chunk
 from kag.datamodels.schema import GraphSchema, inline_refs, strict_schema
 from kag.errors import ConfigError, InvalidInputError, LanguageModelError, SchemaError
 from kag.knowledge.base import KnowledgeBase
-from kag.lm.base import LanguageModel, Message, capabilities_of
+from kag.lm.base import LanguageModel, Message
 from kag.lm.guards import text_words
 from kag.programs.module import Module, as_list
 from kag.programs.skeleton import skeleton
@@ -57,6 +57,7 @@ from kag.programs.stated import (
     is_stated,
     name_aliases,
     name_spans,
+    named_by_noun,
     names_relation,
     read_relations,
     relation_cues,
@@ -477,6 +478,10 @@ class KnowledgeExtractor(Module):
             for label, spec in self.schema.relations.items()
         }
         self._ends = {label: (spec.subj_labels, spec.obj_labels) for label, spec in self.schema.relations.items()}
+        # a label's noun ("team" for Team), for each label of one word
+        self._nouns = {
+            label.casefold(): label for label in self.schema.entity_labels if len(split_identifier(label)) == 1
+        }
         self.dry_run = bool(dry_run)
         self.json_schema = extraction_schema(self.schema)
         self.schema_description = describe_schema(self.schema)
@@ -644,7 +649,7 @@ class KnowledgeExtractor(Module):
     def _grammar(self) -> bool:
         """Whether the model decodes under a grammar."""
         grammar = False
-        if capabilities_of(self.language_model).grammar:
+        if getattr(self.language_model, "constrained_decoding", False):
             grammar = True
         return grammar
 
@@ -883,6 +888,10 @@ class KnowledgeExtractor(Module):
                 continue
             full = aliases.get(normalize_text(name), name)
             names.setdefault(normalize_text(full), (full, label))
+        # a name written right before a label's noun ("the Safety team") has that label
+        for name, label in named_by_noun(chunk_text, self._nouns).items():
+            full = aliases.get(normalize_text(name), name)
+            names[normalize_text(full)] = (full, label)
         for short, full in aliases.items():
             if normalize_text(full) in names:
                 names.setdefault(short, names[normalize_text(full)])

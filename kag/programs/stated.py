@@ -16,7 +16,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kag.lm.guards import text_spans, text_words
-from kag.text import normalize_text, split_identifier
+from kag.lm.lexical.text import split_identifier
+from kag.text import normalize_text, stem
 
 __all__ = [
     "full_names",
@@ -475,3 +476,23 @@ def read_relations(
                                 found.setdefault((label, s_name, s_label, o_name, o_label), None)
             previous_names = mentions or previous_names
     return list(found)
+
+
+def named_by_noun(text: str, nouns: Mapping[str, str]) -> dict[str, str]:
+    """Names ``text`` writes right before a label's noun, with that label: "the Safety team" is a
+    ``Team`` named "Safety" when ``nouns`` maps "team" to ``Team`` (a plural noun counts too)."""
+    found: dict[str, str] = {}
+    for part in _BREAK.split(text):
+        words = text_words(part)
+        for i, word in enumerate(words):
+            label = nouns.get(word.casefold()) or nouns.get(stem(word.casefold()))
+            if label is None or i == 0:
+                continue
+            run: list[str] = []
+            j = i - 1
+            while j >= 0 and _capital(words[j]) and words[j].casefold() not in _NOT_NAME_START:
+                run.insert(0, words[j])
+                j -= 1
+            if run:
+                found[" ".join(run)] = label
+    return found

@@ -109,7 +109,7 @@ async def test_a_long_chunk_is_read_in_sentence_units_with_names_from_the_whole_
             return {"entities": [], "relations": [rel("ReportsTo", ref("Person", "Jamal"), ref("Person", "Elena"))]}
         return {"entities": [ref("Person", "Elena Petrova")], "relations": []}
 
-    extractor = KnowledgeExtractor(kb, ScriptedLM([answer] * 3), max_unit_chars=90)
+    extractor = KnowledgeExtractor(kb, ScriptedLM([answer] * 3), max_unit_chars=90, reading=False)
     report = await extractor.ingest([PROSE])
     assert seen == [
         "Elena Petrova runs the Support team. Jamal Carter and Ines Duarte report to Elena.",
@@ -121,7 +121,7 @@ async def test_a_long_chunk_is_read_in_sentence_units_with_names_from_the_whole_
 
 async def test_a_dry_run_reports_what_it_would_write_and_writes_nothing(kb: kag.KnowledgeBase) -> None:
     answer = {"entities": [], "relations": [rel("ReportsTo", ref("Person", "Ines Duarte"), ref("Person", "Elena"))]}
-    extractor = KnowledgeExtractor(kb, ScriptedLM([answer, answer, answer]))
+    extractor = KnowledgeExtractor(kb, ScriptedLM([answer, answer, answer]), reading=False)
     report = await extractor.ingest([PROSE], dry_run=True)
     assert report.dry_run and report.relations == 1 and (await kb.counts())["nodes"] == 0
     with dry_run():
@@ -381,3 +381,10 @@ async def test_the_reading_adds_what_a_verb_states_and_refuses_a_pair_it_contrad
     assert sorted(p.by for p in chunk.relations) == ["model", "reading", "reading", "reading"]
     off = await KnowledgeExtractor(kb, ScriptedLM([answer]), reading=False).ingest([text], dry_run=True)
     assert [(r.subject.name, r.object.name) for r in off.extracted] == [("Maria Kowalski", "Omar Haddad")]
+
+
+def test_a_name_before_a_label_noun_takes_that_label() -> None:
+    from kag.programs.stated import named_by_noun
+
+    text = "The Hardware team is led by Akira. Laura leads the Safety team and the Data Engineering teams."
+    assert named_by_noun(text, {"team": "Team"}) == {"Hardware": "Team", "Safety": "Team", "Data Engineering": "Team"}
