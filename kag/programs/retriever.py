@@ -20,6 +20,14 @@ from kag.knowledge.knowledge import Knowledge
 from kag.lm.base import LanguageModel, Message, capabilities_of
 from kag.lm.guards import choices_schema, linked_spans_schema, positional_schema, spans_schema, text_spans
 from kag.lm.lexical.gate import ScopeGate
+from kag.programs.demo_choices import (
+    SIMILARITY_FIELDS,
+    demo_chain_choices,
+    demo_choices,
+    demo_hops,
+    input_texts,
+    quoted,
+)
 from kag.programs.generator import Example, join_instructions, schema_sections
 from kag.programs.module import (
     Module,
@@ -41,6 +49,7 @@ from kag.programs.prompts import (
     render_template,
     template_variables,
 )
+from kag.programs.search_edits import search_variants
 from kag.programs.search_space import Link, SearchSpace
 from kag.programs.skeleton import skeleton
 from kag.query.plan import MAX_HOPS, plan_triplet_search
@@ -320,7 +329,7 @@ class KnowledgeRetriever(Module):
         return await self.variable.demos_for(
             skeleton(text),
             self.knowledge_base.embedder,
-            lambda d: skeleton(rendered(d), _quoted(d.output)),
+            lambda d: skeleton(rendered(d), quoted(d.output)),
             tiebreak=(text, rendered),
         )
 
@@ -334,7 +343,9 @@ class KnowledgeRetriever(Module):
             return folded in labels or stem(folded) in labels
 
         return [
-            span for span in text_spans(_texts(items), names_only=True) if not all(label_word(w) for w in span.split())
+            span
+            for span in text_spans(input_texts(items), names_only=True)
+            if not all(label_word(w) for w in span.split())
         ]
 
     async def _linked_spans(self, spans: Sequence[str]) -> dict[str, list[str]]:
@@ -477,80 +488,7 @@ class KnowledgeRetriever(Module):
         last. A failed question whose variant answers it becomes a demo, which is how training
         teaches a model a pattern it never writes by itself.
         """
-        hops = [dict(h) for h in search["hops"]] if isinstance(search.get("hops"), list) else [dict(search)]
-        candidates: list[dict[str, Any]] = []
-        for i, hop in enumerate(hops):
-            edits = [
-                {"bidirectional": not hop.get("bidirectional", False)},
-                _swapped(hop),
-                {"negated": not hop.get("negated", False)},
-            ]
-            if i == len(hops) - 1:
-                edits.append({"count": not hop.get("count", False)})
-            for edit in edits:
-                changed = [dict(h) for h in hops]
-                changed[i] = {**hop, **edit}
-                candidates.append({"hops": changed} if "hops" in search else changed[0])
-        candidates += [{"hops": longer} for longer in self._longer_chains(hops)]
-        variants: list[dict[str, Any]] = []
-        seen = {json.dumps(search, sort_keys=True)}
-        for candidate in candidates:  # once each, and only what can run here
-            key = json.dumps(candidate, sort_keys=True)
-            if key in seen:
-                continue
-            seen.add(key)
-            try:
-                self.validate_search(candidate)
-            except ValueError:
-                continue
-            variants.append(candidate)
-        return variants
-
-    def _longer_chains(self, hops: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-        """The chain one pattern longer, at either end (see :meth:`output_variants`)."""
-        if len(hops) >= self.max_hops:
-            return []
-        first, last = hops[0], hops[-1]
-
-        def plain(hop: dict[str, Any], **fields: Any) -> dict[str, Any]:
-            """``hop`` with ``fields``, no flags, and (where it has them) no conditions or ordering."""
-            cleared: dict[str, Any] = {"subject_where": [], "object_where": [], "order_by": None, "limit": None}
-            return {
-                **hop,
-                **{k: v for k, v in cleared.items() if k in hop},
-                "negated": False,
-                "bidirectional": False,
-                "count": False,
-                **fields,
-            }
-
-        out: list[list[dict[str, Any]]] = []
-        named = first.get("subject_similarity_search", "*") != "*" and first.get("subject_label")
-        for spec in self.graph_schema.relations.values():
-            if named and named in spec.subj_labels and named in spec.obj_labels:
-                lead = plain(first, relation_label=spec.label, object_label=named, object_similarity_search="*")
-                if "subject_where" in first:  # the named entity's own conditions stay with it
-                    lead["subject_where"] = first["subject_where"]
-                then = {
-                    **first,
-                    "subject_similarity_search": "*",
-                    **({"subject_where": []} if "subject_where" in first else {}),
-                }
-                out.append([lead, then, *hops[1:]])
-        asked = last.get("object_similarity_search", "*") == "*" and not last.get("count") and last.get("object_label")
-        for spec in self.graph_schema.relations.values():
-            if asked and asked in spec.subj_labels:
-                for label in spec.obj_labels:
-                    tail = plain(
-                        last,
-                        subject_label=asked,
-                        subject_similarity_search="*",
-                        relation_label=spec.label,
-                        object_label=label,
-                        object_similarity_search="*",
-                    )
-                    out.append([*hops, tail])
-        return out
+        return search_variants(search, self.graph_schema, self.max_hops, self.validate_search)
 
     @property
     def schema(self) -> dict[str, Any]:
@@ -669,7 +607,7 @@ class KnowledgeRetriever(Module):
             return None
         focus: set[str] = set(linked)
         for demo in demos:
-            for hop in _demo_hops(demo):
+            for hop in demo_hops(demo):
                 focus.update(str(hop.get(k)) for k in ("subject_label", "relation_label", "object_label"))
         for label, spec in self.graph_schema.relations.items():
             if set(linked) & (set(spec.subj_labels) | set(spec.obj_labels)):
@@ -818,9 +756,6 @@ class KnowledgeRetriever(Module):
         return f"model {model}; k={self.k}, threshold={self.threshold}, max_hops={self.max_hops}"
 
 
-SIMILARITY_FIELDS = ("subject_similarity_search", "object_similarity_search")
-
-
 def replace_aliases(text: str, aliases: Mapping[str, Mapping[str, str]]) -> str:
     """``text`` with every whole-word occurrence of an alias (any case, any punctuation between its
     words) replaced by the entity's name, longest alias first."""
@@ -860,76 +795,3 @@ def _without_defaults(demo: Demo, defaults: Mapping[str, Any]) -> Demo:
     else:
         output = prune(output)
     return demo if output == demo.output else replace(demo, output=output)
-
-
-_CHOICE_FIELDS = ("subject_label", "relation_label", "object_label", "negated", "bidirectional", "count")
-
-
-def _demo_hops(demo: Demo) -> list[Mapping[str, Any]]:
-    out = demo.output
-    return [h for h in (out["hops"] if isinstance(out.get("hops"), list) else [out]) if isinstance(h, Mapping)]
-
-
-def demo_choices(demos: Sequence[Demo], spans: Sequence[str] | None = None) -> dict[str, list[Any]]:
-    """The values a search may take when it must follow ``demos``: each field's values across their hops.
-
-    With ``spans`` (the input's quotable texts, one-pattern searches only): a similarity text every
-    demo fills is one of ``spans``, and one every demo leaves ``"*"`` stays ``"*"``.
-    """
-    return _hop_choices([h for demo in demos for h in _demo_hops(demo)], spans)
-
-
-def demo_chain_choices(demos: Sequence[Demo], spans: Sequence[str]) -> list[dict[str, list[Any]]] | None:
-    """Per position of the chain, the values its pattern may take, when every demo has as many
-    patterns (``None`` otherwise): "Which continent is Lima in?" shown "Which continent is Quito
-    in?" must search City -> Country first, then Country -> Continent, quoting its own name where
-    the demo quoted one."""
-    chains = [_demo_hops(demo) for demo in demos]
-    if not chains or len({len(c) for c in chains}) != 1:
-        return None
-    return [_hop_choices([c[i] for c in chains], spans) for i in range(len(chains[0]))]
-
-
-def _hop_choices(hops: Sequence[Mapping[str, Any]], spans: Sequence[str] | None) -> dict[str, list[Any]]:
-    allowed: dict[str, list[Any]] = {}
-    for name in _CHOICE_FIELDS:
-        values = [h.get(name, False if name in ("negated", "bidirectional", "count") else None) for h in hops]
-        allowed[name] = list(dict.fromkeys(v for v in values if v is not None))
-    if spans is not None and spans:
-        for name in SIMILARITY_FIELDS:
-            asked = [h.get(name, "*") == "*" for h in hops]
-            if asked and all(asked):
-                allowed[name] = ["*"]
-            elif asked and not any(asked):
-                allowed[name] = list(spans)
-    return {name: values for name, values in allowed.items() if values}
-
-
-def _quoted(search: Mapping[str, Any]) -> list[str]:
-    """The similarity texts a search (or chain) quotes: the names its question holds."""
-    hops = search["hops"] if isinstance(search.get("hops"), list) else [search]
-    return [h[f] for h in hops if isinstance(h, Mapping) for f in SIMILARITY_FIELDS if isinstance(h.get(f), str)]
-
-
-def _texts(items: Sequence[Any]) -> list[str]:
-    """The string values of the inputs (what a quoted similarity text may be taken from)."""
-    texts: list[str] = []
-    for item in items:
-        data = item.model_dump(mode="json") if isinstance(item, BaseModel) else item
-        values = data.values() if isinstance(data, Mapping) else [data]
-        texts.extend(v for v in values if isinstance(v, str))
-    return texts
-
-
-def _swapped(hop: Mapping[str, Any]) -> dict[str, Any]:
-    """The pattern read the other way: subject and object sides exchanged."""
-    swapped = dict(hop)
-    swapped["subject_label"], swapped["object_label"] = hop.get("object_label"), hop.get("subject_label")
-    swapped["subject_similarity_search"] = hop.get("object_similarity_search", "*")
-    swapped["object_similarity_search"] = hop.get("subject_similarity_search", "*")
-    if "subject_where" in hop or "object_where" in hop:
-        swapped["subject_where"], swapped["object_where"] = hop.get("object_where", []), hop.get("subject_where", [])
-    order = hop.get("order_by")
-    if isinstance(order, Mapping) and order.get("side") in ("subject", "object"):
-        swapped["order_by"] = {**order, "side": "object" if order["side"] == "subject" else "subject"}
-    return swapped
