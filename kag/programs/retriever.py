@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -13,13 +12,14 @@ from pydantic import BaseModel, Field
 
 from kag.datamodels.base import DataModel, Entity, Relation
 from kag.datamodels.schema import ANY, GraphSchema
-from kag.errors import ConfigError, GenerationError, InvalidInputError, TrainingError
+from kag.errors import ConfigError, GenerationError, InvalidInputError
 from kag.knowledge.base import KnowledgeBase
 from kag.knowledge.hits import TripletResults
 from kag.knowledge.knowledge import Knowledge
 from kag.lm.base import LanguageModel, Message, capabilities_of
 from kag.lm.guards import choices_schema, linked_spans_schema, positional_schema, spans_schema, text_spans
 from kag.lm.lexical.gate import ScopeGate
+from kag.programs.aliases import check_aliases, inputs_with_aliases, search_with_aliases
 from kag.programs.demo_choices import (
     SIMILARITY_FIELDS,
     demo_chain_choices,
@@ -50,6 +50,7 @@ from kag.programs.prompts import (
     template_variables,
 )
 from kag.programs.search_edits import search_variants
+from kag.programs.search_prompt import describe_schema, prompt_focus
 from kag.programs.search_space import Link, SearchSpace
 from kag.programs.skeleton import skeleton
 from kag.query.plan import MAX_HOPS, plan_triplet_search
@@ -406,57 +407,16 @@ class KnowledgeRetriever(Module):
     def with_aliases(self, search: dict[str, Any]) -> dict[str, Any]:
         """``search`` with every similarity text that is a learned alias replaced by the entity's name."""
         assert self.variable is not None
-        aliases = self.variable.aliases
-        if not aliases:
-            return search
-
-        def renamed(hop: Mapping[str, Any]) -> dict[str, Any]:
-            out = dict(hop)
-            for side, label_field in zip(SIMILARITY_FIELDS, ("subject_label", "object_label"), strict=True):
-                text = out.get(side)
-                known = aliases.get(name_key(text)) if isinstance(text, str) else None
-                if known is not None and out.get(label_field) in (ANY, known["label"]):
-                    out[side] = known["name"]
-            return out
-
-        if isinstance(search.get("hops"), list):
-            return {**search, "hops": [renamed(h) if isinstance(h, Mapping) else h for h in search["hops"]]}
-        return renamed(search)
+        return search_with_aliases(search, self.variable.aliases)
 
     def _aliased(self, items: list[Any]) -> list[Any]:
         """The inputs with each learned alias in their text replaced by the entity's name."""
         assert self.variable is not None
-        if not self.variable.aliases:
-            return items
-        out: list[Any] = []
-        for item in items:
-            if not isinstance(item, BaseModel):
-                out.append(item)
-                continue
-            changed = {
-                name: replace_aliases(value, self.variable.aliases)
-                for name, value in item.model_dump().items()
-                if isinstance(value, str)
-            }
-            out.append(item.model_copy(update=changed))
-        return out
+        return inputs_with_aliases(items, self.variable.aliases)
 
     async def check_aliases(self, aliases: Mapping[str, Mapping[str, str]]) -> None:
-        """Refuse aliases that cannot be learned here: an unknown label, or an alias that is already
-        the name of another entity of the graph (it would silently redirect searches for that one)."""
-        index = await self.knowledge_base.names()
-        for key, target in aliases.items():
-            if target.get("label") not in self.graph_schema.entities:
-                raise TrainingError(
-                    f"alias {key!r} names label {target.get('label')!r}, which {self.name!r} does not search; "
-                    f"its labels are {list(self.graph_schema.entity_labels)}."
-                )
-            taken = index.exact(name_key(key), list(self.graph_schema.entity_labels))
-            if taken and name_key(key) != name_key(str(target.get("name"))):
-                raise TrainingError(
-                    f"alias {key!r} for {target.get('name')!r} is already the name of entity {taken[0]!r} in the "
-                    "graph: an alias may only name what the graph does not; drop it or rename the entity."
-                )
+        """Refuse aliases that cannot be learned here (:func:`kag.programs.aliases.check_aliases`)."""
+        await check_aliases(self.knowledge_base, self.graph_schema, aliases, self.name)
 
     async def outputs_for_answer(
         self, inputs: Mapping[str, Any], label: Mapping[str, Any], budget: SearchBudget
@@ -552,7 +512,9 @@ class KnowledgeRetriever(Module):
             demos = self.variable.demos[: self.variable.nearest]
         joined = join_instructions(self.instructions)
         instructions = joined if joined is not None else DEFAULT_RETRIEVER_INSTRUCTIONS
-        system = f"{instructions.strip()}\n\n{self._describe_schema(None if focus is None else set(focus))}"
+        system = (
+            f"{instructions.strip()}\n\n{describe_schema(self.graph_schema, None if focus is None else set(focus))}"
+        )
         if self.max_hops > 1:
             system += (
                 f"\n\nUse one pattern when one relation answers the request, or a chain of up to "
@@ -565,54 +527,13 @@ class KnowledgeRetriever(Module):
         ]
         return build_messages(system, render_template(self._template, template_variables(inputs)), shots)
 
-    def _describe_schema(self, focus: set[str] | None = None) -> str:
-        """The labels, relations and entity fields; with ``focus``, only those named in it in full and
-        every other one as a short line (a prompt bounded by the question, not by the schema)."""
-        schema = self.graph_schema
-        if focus is None:
-            lines = [schema.describe(), "Entity fields:"]
-            lines += [f"- {label}: {_fields_text(model)}" for label, model in schema.entities.items()]
-            return "\n".join(lines)
-        shown = [label for label in schema.entities if label in focus]
-        lines = ["Entity labels:"]
-        for label in shown:
-            model = schema.entities[label]
-            doc = (model.__doc__ or "").strip().splitlines()
-            lines.append(f"- {label}" + (f": {doc[0]}" if doc and model.__doc__ != Entity.__doc__ else ""))
-        rest = [label for label in schema.entities if label not in focus]
-        if rest:
-            lines.append("- others: " + ", ".join(rest))
-        lines.append("Relation labels (subject -> object):")
-        for label, spec in schema.relations.items():
-            if label in focus:
-                doc = (spec.model.__doc__ or "").strip().splitlines()
-                lines.append(f"- {label}: {spec.arrow()}" + (f" ({doc[0]})" if doc and doc[0] else ""))
-        # the others by name: the grammar keeps their endpoints right if the model picks one
-        others = [label for label in schema.relations if label not in focus]
-        if others:
-            lines.append("- others: " + ", ".join(others))
-        if shown:
-            lines.append("Entity fields:")
-            lines += [f"- {label}: {_fields_text(schema.entities[label])}" for label in shown]
-        return "\n".join(lines)
-
     def focus_of(self, demos: Sequence[Demo], linked: Mapping[str, Sequence[str]]) -> set[str] | None:
-        """What a small-context model's prompt describes in full: the labels and relations the shown
-        demos use, the labels the question's names link to, and the relations touching those labels.
-
-        ``None`` (everything in full) for a model that declares no small context window.
-        """
+        """What a small-context model's prompt describes in full (:func:`~kag.programs.search_prompt.prompt_focus`):
+        ``None`` (everything) for a model that declares no small context window."""
         window = capabilities_of(self.language_model).context_window
         if window is None or window > _SMALL_CONTEXT:
             return None
-        focus: set[str] = set(linked)
-        for demo in demos:
-            for hop in demo_hops(demo):
-                focus.update(str(hop.get(k)) for k in ("subject_label", "relation_label", "object_label"))
-        for label, spec in self.graph_schema.relations.items():
-            if set(linked) & (set(spec.subj_labels) | set(spec.obj_labels)):
-                focus.add(label)
-        return focus
+        return prompt_focus(self.graph_schema, [demo_hops(d) for d in demos], linked)
 
     def validate_search(self, search: dict[str, Any]) -> None:
         """Raise ``SchemaError`` / ``InvalidInputError`` (ValueErrors) if the search cannot be planned."""
@@ -756,25 +677,7 @@ class KnowledgeRetriever(Module):
         return f"model {model}; k={self.k}, threshold={self.threshold}, max_hops={self.max_hops}"
 
 
-def replace_aliases(text: str, aliases: Mapping[str, Mapping[str, str]]) -> str:
-    """``text`` with every whole-word occurrence of an alias (any case, any punctuation between its
-    words) replaced by the entity's name, longest alias first."""
-    for key in sorted(aliases, key=len, reverse=True):
-        pattern = r"(?<!\w)" + r"\W+".join(re.escape(w) for w in key.split()) + r"(?!\w)"
-        text = re.sub(pattern, aliases[key]["name"], text, flags=re.IGNORECASE)
-    return text
-
-
 _SMALL_CONTEXT = 8192  # a model's window at most this many tokens gets a prompt bounded by the question
-
-
-def _fields_text(model: type[BaseModel]) -> str:
-    """``name (description), ...`` of an entity model's fields, ``label`` left out."""
-    parts = []
-    for field_name, info in model.model_fields.items():
-        if field_name != "label":
-            parts.append(f"{field_name} ({info.description})" if info.description else field_name)
-    return ", ".join(parts)
 
 
 _TEXT_SIDES = {"subject_similarity_search": "subject_label", "object_similarity_search": "object_label"}
