@@ -48,7 +48,7 @@ from kag.datamodels.documents import Chunk
 from kag.datamodels.schema import GraphSchema, inline_refs, strict_schema
 from kag.errors import ConfigError, InvalidInputError, LanguageModelError, SchemaError
 from kag.knowledge.base import KnowledgeBase
-from kag.lm.base import LanguageModel, Message
+from kag.lm.base import LanguageModel, Message, capabilities_of
 from kag.lm.guards import text_words
 from kag.programs.module import Module, as_list
 from kag.programs.skeleton import skeleton
@@ -119,7 +119,7 @@ def dry_run() -> Iterator[None]:
 def _writes_held() -> bool:
     """Whether the current run must not write: inside :func:`dry_run`, or a traced training run."""
     # a run that ``fit``/``evaluate`` makes is traced (kag.training.trace.tracing): it only scores
-    return _DRY_RUN.get() or trace._TRACE.get() is not None
+    return _DRY_RUN.get() or trace.tracing_active()
 
 
 class EntityRef(DataModel):
@@ -649,7 +649,7 @@ class KnowledgeExtractor(Module):
     def _grammar(self) -> bool:
         """Whether the model decodes under a grammar."""
         grammar = False
-        if getattr(self.language_model, "constrained_decoding", False):
+        if capabilities_of(self.language_model).grammar:
             grammar = True
         return grammar
 

@@ -16,8 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kag.lm.guards import text_spans, text_words
-from kag.lm.lexical.text import split_identifier
-from kag.text import normalize_text, stem
+from kag.text import normalize_text, split_identifier, stem
 
 __all__ = [
     "full_names",

@@ -19,7 +19,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["TraceEntry", "forced_output", "forcing", "record", "tracing"]
+__all__ = ["TraceEntry", "forced_output", "forcing", "record", "tracing", "tracing_active"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,11 @@ def record(module: str, given: dict[str, Any], produced: dict[str, Any]) -> None
     entries = _TRACE.get()
     if entries is not None:
         entries.append(TraceEntry(module, given, produced))
+
+
+def tracing_active() -> bool:
+    """Whether the current run is traced (a training or evaluation run of ``fit``/``evaluate``)."""
+    return _TRACE.get() is not None
 
 
 @contextlib.contextmanager
