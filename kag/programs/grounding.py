@@ -251,21 +251,26 @@ def number_fields(model: type[BaseModel]) -> list[str]:
 
 
 def fact_numbers(inputs: Iterable[Any]) -> list[int] | None:
-    """The integers the retrieved facts state: the ``count`` of a counting search, then the
-    integer property values of the facts' entities (``None``: no input carries ``facts``)."""
+    """The integers the retrieved facts state that the question asks for: the ``count`` of a
+    counting search, then the integer values of the fields the question's own words name ("What is
+    the population of Tokyo?"), not every number the entities hold (a country asked for gets no
+    population). ``None``: no input carries ``facts``."""
     numbers: dict[int, None] = {}
     seen_facts = False
     for data in _answering(inputs):
         seen_facts = True
         if isinstance(data.get("count"), int) and not isinstance(data.get("count"), bool):
             numbers.setdefault(data["count"], None)
+        said = _said_words(data)
         for fact in data.get("facts") or ():
             if not isinstance(fact, Mapping):
                 continue
             for entity in [fact.get("subject"), fact.get("object"), *(fact.get("path") or ())]:
                 if isinstance(entity, Mapping):
                     for key, value in entity.items():
-                        if key not in _NOT_VALUES and isinstance(value, int) and not isinstance(value, bool):
+                        if key in _NOT_VALUES or not isinstance(value, int) or isinstance(value, bool):
+                            continue
+                        if set(key.casefold().split("_")) <= said:
                             numbers.setdefault(value, None)
     return list(numbers) if seen_facts else None
 

@@ -194,7 +194,13 @@ def test_number_fields_and_the_numbers_facts_state() -> None:
     assert number_fields(Answer) == ["number"]
     stated = fact("Delhi", "India")
     stated["subject"].update({"population": 11034555, "capital": True, "area": 1484.0})
-    assert fact_numbers([Retrieved(query="q", facts=[stated], count=3)]) == [3, 11034555]
+    # a number the question asks for: the count, and the values of the fields its words name
+    assert fact_numbers([Retrieved(query="What is the population of Delhi?", facts=[stated], count=3)]) == [
+        3,
+        11034555,
+    ]
+    # a field the question does not name gives no number: "Which country is Delhi in?" is no population
+    assert fact_numbers([Retrieved(query="Which country is Delhi in?", facts=[stated], count=None)]) == []
     assert fact_numbers([{"query": "no facts"}]) is None
 
 

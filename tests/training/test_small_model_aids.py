@@ -161,6 +161,15 @@ async def test_a_constrained_answer_lists_every_name_the_search_asked_for_and_fo
     assert result.answer == "Zorvik, Quenta"
     entities = lm.calls[0]["schema"]["properties"]["entities"]
     assert entities["enum"] == [["Zorvik", "Quenta"]]  # never Elandor, the name it asked about
+    # no number was asked ("Which cities ...?"): the populations the facts state are not offered, the
+    # number can only be null
+    number = lm.calls[0]["schema"]["properties"]["number"]
+    assert [o for o in number["anyOf"] if o.get("type") == "integer"] == []
+    populations = Retrieved(
+        query="What is the population of the cities in Elandor?", search=CITIES.search, facts=CITIES.facts
+    )
+    lm = ConstrainedScript([{"answer": "Zorvik, Quenta", "entities": ["Zorvik", "Quenta"], "number": None}])
+    await kag.Generator(data_model=Answer, language_model=lm)(populations)
     number = lm.calls[0]["schema"]["properties"]["number"]
     assert [o.get("enum") for o in number["anyOf"] if o.get("type") == "integer"] == [[120000, 80000]]
     # nothing found on the asked side: "not found" is the only answer
