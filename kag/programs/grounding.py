@@ -69,12 +69,28 @@ def answer_texts(inputs: Iterable[Any]) -> list[str]:
     count = counted(items)
     if count is not None:
         return [str(count)]
+    values = named_values(items, asked_fields=True)[:_LISTED]
+    # a number the question states ("more than 5 million") makes the field a condition, not the answer
+    if values and not any(re.search(r"(?<![A-Za-z])\d", t) for t in _questions(items)):
+        # the question names a field of the entity it names ("What is the population of Tokyo?"):
+        # that value is the answer, not the name the search reached on its way (Japan)
+        return values
     texts = []
     asked = asked_names(items)
     if asked:
         shown = ", ".join(asked[:_LISTED])
         texts.append(shown if len(asked) <= _LISTED else f"{shown} and {len(asked) - _LISTED} more")
-    return texts + named_values(items, asked_fields=True)[:_LISTED]
+    return texts + values
+
+
+def _questions(items: Iterable[Any]) -> list[str]:
+    """The inputs' own text fields (the question), not their facts."""
+    out: list[str] = []
+    for item in items:
+        data = item.model_dump(mode="json") if isinstance(item, BaseModel) else item
+        if isinstance(data, Mapping):
+            out.extend(v for v in data.values() if isinstance(v, str))
+    return out
 
 
 def _entity_name(entity: Any) -> str | None:

@@ -220,7 +220,9 @@ def test_a_text_answer_is_the_asked_names_or_a_value_of_a_field_the_question_nam
     def asked(question: str) -> list[str]:
         return answer_texts([{"query": question, "search": search, "facts": facts}])
 
-    assert asked("What is the population of Tokyo?") == ["Japan", "9733276"]
+    # the field the question names is the answer, not the country the search reached (newcomer issue:
+    # the packaged model answered "Japan" when both were offered)
+    assert asked("What is the population of Tokyo?") == ["9733276"]
     assert asked("Which country is Tokyo in?") == ["Japan"]  # no field named: no value offered
-    assert asked("What is the area km2 of Tokyo?") == ["Japan", "2194"]
+    assert asked("What is the area km2 of Tokyo?") == ["2194"]
     assert answer_texts([{"query": "q", "search": search, "facts": [], "count": None}]) == []
