@@ -22,6 +22,7 @@ retriever then keeps and applies to every search (:attr:`Found.aliases`).
 from __future__ import annotations
 
 import itertools
+import json
 import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -98,8 +99,6 @@ def answer_values(label: Any) -> tuple[set[str], set[float]]:
 
 
 def _key(search: Mapping[str, Any]) -> str:
-    import json
-
     return json.dumps(search, sort_keys=True)
 
 
