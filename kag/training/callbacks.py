@@ -373,8 +373,14 @@ class ProgressBar(Callback):
             self._bar.close()
             self._bar = None
         else:
+            # One line per epoch on stderr, where tqdm would have drawn, so stdout stays the
+            # program's own output.
+            steps = self.params.get("steps", 0)
             shown = ", ".join(f"{k}={v}" for k, v in _short(logs).items())
-            print(f"epoch {epoch + 1}/{self.params.get('epochs', '?')}: {shown}")
+            print(
+                f"epoch {epoch + 1}/{self.params.get('epochs', '?')}: {steps}/{steps} batches, {shown}",
+                file=sys.stderr,
+            )
 
 
 def _bar_class() -> Any:

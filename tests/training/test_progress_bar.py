@@ -80,8 +80,9 @@ def test_off_a_terminal_each_epoch_is_one_line(
 ) -> None:
     _fit(2, monkeypatch)
     out, err = capsys.readouterr()
-    assert [line.split(":")[0] for line in out.splitlines()] == ["epoch 1/2", "epoch 2/2"]
-    assert "reward=1.000" in out and "\r" not in err and "batch" not in err
+    assert [line.split(":")[0] for line in err.splitlines()] == ["epoch 1/2", "epoch 2/2"]
+    assert "3/3 batches" in err and "reward=1.000" in err and "\r" not in err
+    assert "epoch" not in out  # stdout stays the program's own output
 
 
 def test_a_terminal_gets_the_bar_redrawn_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
