@@ -18,7 +18,8 @@ status=0
 .venv/bin/ruff check kag tests benchmarks scripts || status=1
 .venv/bin/ruff format --check kag tests benchmarks scripts || status=1
 .venv/bin/mypy || status=1
-.venv/bin/pytest -p no:cacheprovider "$@" || status=$?
+# the slowest tests are named in every run, so a CI that grows slow says where
+.venv/bin/pytest -p no:cacheprovider --durations=25 "$@" || status=$?
 if [[ $status -ne 0 ]]; then
     echo "make test: FAILED (status $status)" >&2
     $NEO4J status >/dev/null 2>&1 || { echo "--- Neo4j log ---" >&2; $NEO4J log 100 >&2 || true; }
