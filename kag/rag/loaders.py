@@ -19,27 +19,53 @@ looks binary is refused. HTML is reduced to text with the standard library's
 ``html.parser`` (script and style dropped). PDFs need the optional ``pypdf``
 (``pip install 'graph-kag[pdf]'``) and give one ``Document`` per page with
 ``metadata["page"]`` (1-based).
+
+This module chooses what a source is and reads it; each format's reading is in its own
+module: :mod:`kag.rag.plain_text` (decoding, titles, JSON), :mod:`kag.rag.html_text` and
+:mod:`kag.rag.pdf_pages`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import io
-import json
 import logging
 import os
 import re
 from collections.abc import Awaitable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 from urllib.parse import unquote, urlsplit
 
 from kag.datamodels.documents import Document
 from kag.errors import InvalidInputError, LoaderError
+from kag.rag.html_text import html_to_text
+from kag.rag.pdf_pages import pdf_documents
+from kag.rag.plain_text import decode_bytes, find_title, first_line, format_json, looks_binary
 from kag.rag.urlsafety import Resolver, fetch_url
-from kag.version import pip_install
+from kag.validation import check_int, check_number
+
+# the format helpers are re-exported: callers import them from here
+__all__ = [
+    "IGNORED_DIRS",
+    "LOADABLE_EXTENSIONS",
+    "PDF_EXTENSION",
+    "TEXT_EXTENSIONS",
+    "AutoLoader",
+    "LoadFailure",
+    "LoadResult",
+    "Loader",
+    "OnError",
+    "Source",
+    "decode_bytes",
+    "find_title",
+    "format_json",
+    "html_to_text",
+    "list_directory",
+    "looks_binary",
+    "names_a_url",
+    "pdf_documents",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -98,10 +124,7 @@ def names_a_url(text: str) -> bool:
 
 
 _PATH_EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,10}$")
-_MD_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
-_RST_UNDERLINE = re.compile(r"^([^\n]*\S[^\n]*)\n([=\-~^\"'`#*+])\2{2,}[ \t]*$", re.MULTILINE)
 _INLINE_MAX_PATH = 4096
-_TITLE_MAX = 200
 
 
 @dataclass
@@ -120,195 +143,6 @@ class LoadResult:
     errors: list[LoadFailure] = field(default_factory=list)
 
 
-# --------------------------------------------------------------------------- text helpers
-
-
-def looks_binary(data: bytes) -> bool:
-    """Heuristic: NUL bytes or many control characters in the first 8 KiB."""
-    sample = data[:8192]
-    if not sample:
-        return False
-    if b"\x00" in sample:
-        return True
-    control = sum(1 for b in sample if b < 32 and b not in (9, 10, 12, 13, 27))
-    return control / len(sample) > 0.1
-
-
-def decode_bytes(
-    data: bytes,
-    name: str,
-    *,
-    charset: str | None = None,
-    fallback_encodings: Sequence[str] = ("cp1252", "latin-1"),
-) -> str:
-    """Decode ``data`` to text: BOM, declared ``charset``, UTF-8, then the fallbacks.
-
-    UTF-8 with a few malformed bytes (it has valid multi-byte sequences) decodes with
-    replacement characters; bytes without any valid multi-byte sequence try the fallbacks.
-
-    Raises ``LoaderError`` naming ``name`` when the bytes look binary or no
-    encoding fits.
-    """
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 BOM (has NULs, check first)
-        try:
-            return data.decode("utf-16")
-        except UnicodeDecodeError as exc:
-            raise LoaderError(f"{name}: invalid UTF-16 text ({exc}).") from exc
-    if looks_binary(data):
-        raise LoaderError(
-            f"{name}: content looks binary (NUL or control bytes), not text; "
-            "convert it to text first (PDFs are supported with the .pdf extension)."
-        )
-    encodings = ["utf-8-sig"]
-    if charset:
-        encodings.insert(0, charset)
-    if not charset:
-        try:
-            return data.decode("utf-8-sig")
-        except UnicodeDecodeError:
-            damaged = data.decode("utf-8-sig", errors="replace")
-            # valid multi-byte sequences next to a malformed byte: UTF-8 text with damage, kept with
-            # U+FFFD; without any, the high bytes are a single-byte encoding (the fallbacks)
-            if any(ord(ch) > 0x7F and ch != "\ufffd" for ch in damaged):
-                return damaged
-    encodings.extend(fallback_encodings)
-    for encoding in encodings:
-        try:
-            return data.decode(encoding)
-        except (UnicodeDecodeError, LookupError):
-            continue
-    raise LoaderError(
-        f"{name}: could not decode the text as {', '.join(encodings)}; "
-        "pass AutoLoader(fallback_encodings=...) with the right encoding."
-    )
-
-
-class _HTMLText(HTMLParser):
-    """Collects visible text; block elements become line breaks."""
-
-    _SKIP = frozenset({"script", "style", "noscript", "template", "svg", "head"})
-    _BLOCK = frozenset(
-        {
-            "p",
-            "div",
-            "br",
-            "li",
-            "ul",
-            "ol",
-            "tr",
-            "table",
-            "section",
-            "article",
-            "header",
-            "footer",
-            "nav",
-            "aside",
-            "main",
-            "blockquote",
-            "pre",
-            "h1",
-            "h2",
-            "h3",
-            "h4",
-            "h5",
-            "h6",
-            "hr",
-            "dt",
-            "dd",
-            "dl",
-            "figure",
-            "figcaption",
-            "form",
-            "address",
-            "body",
-        }
-    )
-
-    _LINE = frozenset({"br", "li", "tr", "dt", "dd"})
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
-        self.title_parts: list[str] = []
-        self.h1_parts: list[str] = []
-        self._skip_depth = 0
-        self._in_title = False
-        self._in_h1 = False
-        self._in_pre = 0
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "title":
-            self._in_title = True
-        elif tag in self._SKIP:
-            self._skip_depth += 1
-        if tag == "h1":
-            self._in_h1 = True
-        if tag == "pre":
-            self._in_pre += 1
-        if tag in self._BLOCK:
-            self.parts.append("\n" if tag in self._LINE else "\n\n")
-
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in ("br", "hr"):
-            self.parts.append("\n")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "title":
-            self._in_title = False
-        elif tag in self._SKIP and self._skip_depth:
-            self._skip_depth -= 1
-        if tag == "h1":
-            self._in_h1 = False
-        if tag == "pre" and self._in_pre:
-            self._in_pre -= 1
-        if tag in self._BLOCK and tag not in self._LINE:  # items break on their start tag
-            self.parts.append("\n\n")
-
-    def handle_data(self, data: str) -> None:
-        if self._in_title:
-            self.title_parts.append(data)
-            return
-        if self._skip_depth:
-            return
-        if self._in_h1:
-            self.h1_parts.append(data)
-        self.parts.append(data if self._in_pre else re.sub(r"\s+", " ", data))
-
-
-def html_to_text(html: str) -> tuple[str, str | None]:
-    """Visible text of an HTML page and its title (``<title>``, else the first ``<h1>``)."""
-    parser = _HTMLText()
-    parser.feed(html)
-    parser.close()
-    raw = "".join(parser.parts)
-    lines = [line.strip() for line in raw.split("\n")]
-    text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
-    title = " ".join("".join(parser.title_parts).split()) or " ".join("".join(parser.h1_parts).split())
-    return text, title or None
-
-
-def find_title(text: str) -> str | None:
-    """The first Markdown heading (``# Title``) or reStructuredText underlined title."""
-    head = text[:20_000]
-    match = _MD_HEADING.search(head)
-    if match:
-        return match.group(1).strip()[:_TITLE_MAX]
-    match = _RST_UNDERLINE.search(head)
-    if match and len(match.group(1).strip()) > 0:
-        return match.group(1).strip()[:_TITLE_MAX]
-    return None
-
-
-def _first_line(text: str) -> str:
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()[:80]
-    return "inline text"
-
-
-# --------------------------------------------------------------------------- the loader
-
-
 @runtime_checkable
 class Loader(Protocol):
     """Turns one source (or a list of them) into documents: ``await load(source, *, metadata=None)``."""
@@ -316,26 +150,6 @@ class Loader(Protocol):
     async def load(self, source: Any, *, metadata: Mapping[str, Any] | None = None) -> list[Document]:
         """The documents of ``source``, ``metadata`` added to each."""
         ...
-
-
-def format_json(text: str, mime: str) -> str:
-    """JSON (``application/json``) indented, JSON Lines one compact object a line, when it parses; else as is.
-
-    Re-serializing makes the text uniform for splitting and keyword search; it keeps
-    every key and value (non-ASCII characters stay as they are).
-    """
-    if mime == "application/json" or mime.endswith("+json"):
-        try:
-            return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
-        except (ValueError, RecursionError):
-            return text
-    if mime in ("application/jsonl", "application/x-ndjson"):
-        try:
-            rows = [json.loads(line) for line in text.splitlines() if line.strip()]
-        except (ValueError, RecursionError):
-            return text
-        return "\n".join(json.dumps(row, ensure_ascii=False) for row in rows)
-    return text
 
 
 class AutoLoader:
@@ -359,22 +173,18 @@ class AutoLoader:
         resolver: Resolver | None = None,
         concurrency: int = 8,
     ) -> None:
-        if not isinstance(max_bytes, int) or max_bytes < 1:
-            raise InvalidInputError("AutoLoader max_bytes must be a positive int.")
-        if timeout <= 0:
-            raise InvalidInputError("AutoLoader timeout must be > 0 seconds.")
-        if max_redirects < 0:
-            raise InvalidInputError("AutoLoader max_redirects must be >= 0.")
-        if concurrency < 1:
-            raise InvalidInputError("AutoLoader concurrency must be >= 1.")
-        self.max_bytes = max_bytes
-        self.timeout = float(timeout)
+        self.max_bytes = check_int(max_bytes, name="AutoLoader max_bytes", error=InvalidInputError)
+        self.timeout = check_number(
+            timeout, name="AutoLoader timeout (seconds)", minimum=0, exclusive_minimum=True, error=InvalidInputError
+        )
         self.allow_private_networks = allow_private_networks
-        self.max_redirects = max_redirects
+        self.max_redirects = check_int(
+            max_redirects, name="AutoLoader max_redirects", minimum=0, error=InvalidInputError
+        )
         self.fallback_encodings = tuple(fallback_encodings)
         self.allowed_hosts = frozenset(allowed_hosts)
         self.resolver = resolver
-        self.concurrency = concurrency
+        self.concurrency = check_int(concurrency, name="AutoLoader concurrency", error=InvalidInputError)
 
     # public API ---------------------------------------------------------------
 
@@ -534,7 +344,7 @@ class AutoLoader:
 
     @staticmethod
     def _inline(text: str) -> Document:
-        title = find_title(text) or _first_line(text)
+        title = find_title(text) or first_line(text)
         return Document.from_text(text, source="inline", metadata={"title": title})
 
     def _from_bytes(self, data: bytes) -> Document:
@@ -543,7 +353,7 @@ class AutoLoader:
         text = decode_bytes(data, "bytes source", fallback_encodings=self.fallback_encodings)
         if not text.strip():
             raise LoaderError("bytes source is empty.")
-        title = find_title(text) or _first_line(text)
+        title = find_title(text) or first_line(text)
         return Document.from_text(text, source="bytes", metadata={"title": title})
 
     # files and directories ----------------------------------------------------
@@ -682,41 +492,3 @@ def list_directory(root: Path) -> list[Path]:
             if path.suffix.lower() in LOADABLE_EXTENSIONS:
                 found.append(path)
     return found
-
-
-def pdf_documents(data: bytes, source: str, base: dict[str, Any]) -> list[Document]:
-    """One ``Document`` per PDF page with text; ``metadata["page"]`` is 1-based."""
-    try:
-        import pypdf  # optional dependency, imported only when a PDF shows up
-    except ImportError as exc:
-        raise LoaderError(
-            f"{source}: reading PDFs needs the optional pypdf package; install it with `{pip_install('pdf')}`."
-        ) from exc
-    try:
-        reader = pypdf.PdfReader(io.BytesIO(data), strict=False)
-        if reader.is_encrypted:
-            raise LoaderError(f"{source}: the PDF is encrypted; decrypt it first.")
-        pages = [page.extract_text() or "" for page in reader.pages]
-        title = None
-        if reader.metadata is not None and reader.metadata.title:
-            title = str(reader.metadata.title).strip() or None
-    except LoaderError:
-        raise
-    except Exception as exc:  # pypdf raises many exception types for damaged files
-        raise LoaderError(f"{source}: malformed PDF ({type(exc).__name__}: {exc}).") from exc
-    docs = []
-    for number, text in enumerate(pages, start=1):
-        if not text.strip():
-            continue  # blank or scanned page: nothing to index
-        page_source = f"{source}#page={number}"
-        meta = {
-            **base,
-            "source": page_source,
-            "title": title or Path(urlsplit(source).path).name or source,
-            "page": number,
-            "page_count": len(pages),
-        }
-        docs.append(Document(text=text, source=page_source, metadata=meta, mime_type="application/pdf"))
-    if not docs:
-        raise LoaderError(f"{source}: the PDF has no extractable text (scanned images need OCR first).")
-    return docs
