@@ -35,7 +35,7 @@ Cost: after a write to a label its matrix is reloaded (one query returning every
 embedding of the label, ``LOAD_BATCH`` nodes per record, each record made a float32 block as it
 arrives: 2.4-2.5 s and 413 MiB peak RSS for 100k 384-d chunk vectors, where one record per node
 took 5.7-6.0 s and 1.7 GiB). When the stamps grew by exactly this store's own writes (nobody
-else stamped the label meanwhile; see :mod:`kag.graph.neo4j_writes`), the matrix is refreshed
+else stamped the label meanwhile; see :mod:`kag.graph.neo4j_write_counters`), the matrix is refreshed
 instead: the label's id list (deleted nodes drop out) and the embeddings of the nodes this store
 wrote, the other rows kept: 0.06-0.09 s for the first search after a one-city upsert at 34k
 cities, 0.13-0.15 s for an exact passage search after adding a document at 100k chunks. By default
@@ -61,7 +61,7 @@ import numpy as np
 
 from kag.datamodels.base import RESERVED_LABEL_PREFIX, check_identifier
 from kag.errors import EmbeddingError
-from kag.graph.neo4j_writes import OwnWrites, Snapshot
+from kag.graph.neo4j_write_counters import OwnWrites, Snapshot
 from kag.graph.spare import Spare, gathered, grown
 from kag.query.cypher import IN_NAMESPACE, NAMESPACE_MAP, quote, quote_name
 from kag.query.plan import QueryPlan
@@ -342,7 +342,7 @@ class AnchorScorer:
     async def _refresh(self, label: str, version: tuple[int, int], own: Snapshot | None) -> LabelMatrix | None:
         """The cached matrix of ``label`` brought to ``version`` by reading back only the nodes this
         store wrote since it was loaded (and the label's ids, for deletions), or ``None`` when that
-        cannot be proven to give what a full load would (see :mod:`kag.graph.neo4j_writes`)."""
+        cannot be proven to give what a full load would (see :mod:`kag.graph.neo4j_write_counters`)."""
         cached = self._labels.get(label)
         if cached is None or cached.own is None or own is None or cached.matrix.shape[0] == 0:
             return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kag.graph.neo4j_writes import LOG, OwnWrites, Snapshot
+from kag.graph.neo4j_write_counters import LOG, OwnWrites, Snapshot
 
 
 def test_own_writes_alone_give_their_ids() -> None:

@@ -1,5 +1,5 @@
-"""The writes one Neo4j store made itself, per label: what lets a stale label matrix be brought up to
-date by reading back only the nodes written, instead of every embedding of the label.
+"""Counters of the writes one Neo4j store made itself, per label: what lets a stale label matrix be
+brought up to date by reading back only the nodes written, instead of every embedding of the label.
 
 A label's version is ``(write stamps, node count)`` (see :mod:`kag.graph.neo4j_anchor`). Stamps are
 created, never deleted, so between two versions the stamps grew by this store's own stamps plus
