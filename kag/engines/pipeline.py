@@ -29,10 +29,11 @@ from typing import Any, Protocol
 import pydantic
 
 from kag.datamodels.documents import Chunk
-from kag.errors import ConfigError, InvalidInputError, StoreError
+from kag.errors import ConfigError, StoreError
 from kag.knowledge.knowledge import Knowledge
-from kag.lm.base import LanguageModel, Message, ModelCapabilities, capabilities_of
+from kag.lm.base import LanguageModel, Message, ModelCapabilities, capabilities_of, check_messages
 from kag.programs.extractor import ExtractionReport, KnowledgeExtractor, UnresolvedRelation
+from kag.validation import check_int
 
 __all__ = [
     "ChunkAnswer",
@@ -67,8 +68,7 @@ class ModelSpec:
     threads: int = 1
 
     def __post_init__(self) -> None:
-        if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1:
-            raise ConfigError(f"threads must be an integer >= 1, got {self.threads!r}.")
+        check_int(self.threads, name="threads")
         if self.spec.strip() == "lexical":
             raise ConfigError(
                 "the lexical model cannot extract facts from text: use --lm local, --lm openai:MODEL[@URL] "
@@ -103,10 +103,12 @@ def model_name(factory: Callable[[], LanguageModel]) -> str:
 
 
 def passage_key(messages: Sequence[Message]) -> str:
-    """The key of one extraction call: a hash of its last message (the passage, with the chunk's id)."""
-    if not messages:
-        raise InvalidInputError("an extraction call has at least one message.")
-    return hashlib.sha256(str(messages[-1]["content"]).encode("utf-8", "surrogatepass")).hexdigest()
+    """The key of one extraction call: a hash of its last message (the passage, with the chunk's id).
+
+    The messages are checked as every model checks them (:func:`kag.lm.base.check_messages`).
+    """
+    last = check_messages(messages)[-1]
+    return hashlib.sha256(last["content"].encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class ReplayedFailure(ValueError):

@@ -32,6 +32,7 @@ __all__ = [
     "Message",
     "ModelCapabilities",
     "capabilities_of",
+    "check_messages",
     "parse_json_object",
     "resolve_schema",
 ]
@@ -211,7 +212,10 @@ def _preview(raw: str) -> str:
     return raw[:_RAW_PREVIEW] + f"... [truncated, {len(raw)} characters in total]"
 
 
-def _check_messages(messages: Sequence[Message]) -> list[Message]:
+def check_messages(messages: Sequence[Message]) -> list[Message]:
+    """Checked copies of a conversation's messages: a non-empty sequence of ``{'role', 'content'}``
+    dicts, each role ``system``/``user``/``assistant`` and each content a string; else
+    :class:`~kag.errors.InvalidInputError` saying which message is wrong."""
     if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
         raise InvalidInputError(
             f"messages must be a sequence of {{'role': ..., 'content': ...}} dicts, got {type(messages).__name__}."
@@ -353,7 +357,7 @@ class BaseLanguageModel(abc.ABC):
             LanguageModelError: the endpoint failed (not retried by the repair loop).
             InvalidInputError: ``messages``, ``schema`` or ``schema_name`` is malformed.
         """
-        conversation = _check_messages(messages)
+        conversation = check_messages(messages)
         if not isinstance(schema_name, str) or not _SCHEMA_NAME.fullmatch(schema_name):
             raise InvalidInputError(f"schema_name {schema_name!r} must match [A-Za-z0-9_-]{{1,64}}.")
         json_schema, model_cls = resolve_schema(schema)
