@@ -34,6 +34,64 @@ def check_k(
     return k
 
 
+def check_int(
+    value: Any,
+    *,
+    name: str,
+    minimum: int | None = 1,
+    maximum: int | None = None,
+    error: type[InvalidInputError] | type[ConfigError] = ConfigError,
+) -> int:
+    """``value`` as an ``int`` within ``minimum..maximum`` (either bound may be ``None``).
+
+    ``bool`` is refused although it is an ``int``: ``True`` is not a count. The default bounds
+    are those of a positive count (``minimum=1``); ``minimum=0`` allows zero.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or not _within(value, minimum, maximum):
+        raise error(f"{name} must be {_int_range(minimum, maximum)}, got {value!r}.")
+    return value
+
+
+def check_number(
+    value: Any,
+    *,
+    name: str,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    exclusive_minimum: bool = False,
+    error: type[InvalidInputError] | type[ConfigError] = ConfigError,
+) -> float:
+    """A finite ``int`` or ``float`` (not ``bool``) within the bounds, as a ``float``.
+
+    ``exclusive_minimum=True`` makes ``minimum`` itself invalid (a weight or timeout ``> 0``).
+    """
+    bad = isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+    if not bad:
+        bad = not _within(value, minimum, maximum) or (exclusive_minimum and value == minimum)
+    if bad:
+        low = "" if minimum is None else (f"> {minimum}" if exclusive_minimum else f">= {minimum}")
+        high = "" if maximum is None else f"<= {maximum}"
+        bounds = " and ".join(b for b in (low, high) if b)
+        raise error(f"{name} must be a finite number{' ' + bounds if bounds else ''}, got {value!r}.")
+    return float(value)
+
+
+def _within(value: float, minimum: float | None, maximum: float | None) -> bool:
+    return (minimum is None or value >= minimum) and (maximum is None or value <= maximum)
+
+
+def _int_range(minimum: int | None, maximum: int | None) -> str:
+    if minimum is not None and maximum is not None:
+        return f"an integer between {minimum} and {maximum}"
+    if minimum == 1:
+        return "a positive integer"
+    if minimum is not None:
+        return f"an integer >= {minimum}"
+    if maximum is not None:
+        return f"an integer <= {maximum}"
+    return "an integer"
+
+
 def check_threshold(
     value: Any,
     *,
