@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from kag.graph.base import NodeRecord, RelationRecord
-from kag.graph.neo4j import _first_failure, _RelationSchedule
+from kag.graph.neo4j_bulk_schedule import RelationSchedule, first_failure
 
 
 def node(i: str) -> NodeRecord:
@@ -31,7 +31,7 @@ async def test_relations_wait_for_the_batches_of_both_endpoints() -> None:
         rel("r_ab", "a", "b", "Borders"),  # batch 0 alone
         rel("r_cx", "c", "x"),  # batch 1 and a stored node
     ]
-    plan = _RelationSchedule(PARTS, relations)
+    plan = RelationSchedule(PARTS, relations)
     assert [r.id for r in await plan.next(10) or []] == ["r_old"]
     waiting = asyncio.ensure_future(plan.next(10))
     await asyncio.sleep(0)
@@ -50,7 +50,7 @@ async def test_relations_wait_for_the_batches_of_both_endpoints() -> None:
 
 async def test_a_ready_backlog_is_cut_into_batches_of_the_size_asked() -> None:
     relations = [rel(f"r{i}", "a", "b") for i in range(5)]
-    plan = _RelationSchedule(PARTS, relations)
+    plan = RelationSchedule(PARTS, relations)
     for k in range(3):
         plan.done(k)
     sizes = []
@@ -60,8 +60,8 @@ async def test_a_ready_backlog_is_cut_into_batches_of_the_size_asked() -> None:
 
 
 async def test_no_relations_and_no_nodes_end_at_once() -> None:
-    assert await _RelationSchedule([], []).next(5) is None
-    assert await _RelationSchedule(PARTS, []).next(5) is None
+    assert await RelationSchedule([], []).next(5) is None
+    assert await RelationSchedule(PARTS, []).next(5) is None
 
 
 async def test_the_first_failure_cancels_the_rest_and_is_raised() -> None:
@@ -78,7 +78,7 @@ async def test_the_first_failure_cancels_the_rest_and_is_raised() -> None:
         await asyncio.sleep(0)
         raise ValueError("batch 3 failed")
 
-    plan = _RelationSchedule(PARTS, [rel("r", "a", "e")])
+    plan = RelationSchedule(PARTS, [rel("r", "a", "e")])
 
     async def relate() -> None:  # would wait forever for batch 2 without the cancel
         try:
@@ -88,7 +88,7 @@ async def test_the_first_failure_cancels_the_rest_and_is_raised() -> None:
             raise
 
     with pytest.raises(ValueError, match="batch 3 failed"):
-        await asyncio.wait_for(_first_failure([slow(), bad(), relate()]), timeout=5)
+        await asyncio.wait_for(first_failure([slow(), bad(), relate()]), timeout=5)
     assert cancelled == {"slow", "relate"}  # stopped before the error reached the caller
 
 
@@ -99,5 +99,5 @@ async def test_jobs_that_succeed_all_run_to_the_end() -> None:
         await asyncio.sleep(0.001 * (3 - i))
         finished.append(i)
 
-    await _first_failure([job(i) for i in range(3)])
+    await first_failure([job(i) for i in range(3)])
     assert sorted(finished) == [0, 1, 2]

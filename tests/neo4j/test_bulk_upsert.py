@@ -13,7 +13,8 @@ import kag
 from kag.errors import StoreFormatError
 from kag.examples.seed import ENTITY_MODELS, RELATION_MODELS, City, Country, IsCityOf, seed_facts
 from kag.graph.base import NodeRecord, RelationRecord
-from kag.graph.neo4j import Neo4jGraphStore, _Rows
+from kag.graph.neo4j import Neo4jGraphStore
+from kag.graph.neo4j_write_cypher import Rows
 from tests.neo4j.test_exact_anchor import SEARCHES, rows
 
 pytestmark = pytest.mark.neo4j
@@ -44,9 +45,9 @@ async def records(kb: kag.KnowledgeBase, facts: list[Any]) -> tuple[list[NodeRec
 async def test_rows_travel_as_a_plain_list_with_a_short_repr(neo4j_kb_factory: Callable[..., Any]) -> None:
     neo = await neo4j_kb_factory(entity_models=ENTITY_MODELS, relation_models=RELATION_MODELS)
     batch = [{"id": str(i), "embedding": (np.arange(384, dtype=np.float32) / (i + 1)).tolist()} for i in range(3)]
-    got = await store(neo).query("RETURN $rows AS rows", {"rows": _Rows(batch)})
+    got = await store(neo).query("RETURN $rows AS rows", {"rows": Rows(batch)})
     assert got == [{"rows": batch}]
-    assert repr({"rows": _Rows(batch)}) == "{'rows': <3 rows>}"  # what the driver formats for its debug log
+    assert repr({"rows": Rows(batch)}) == "{'rows': <3 rows>}"  # what the driver formats for its debug log
 
 
 async def test_bulk_upsert_matches_upsert_and_is_idempotent(neo4j_kb_factory: Callable[..., Any]) -> None:
