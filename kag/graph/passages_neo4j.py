@@ -11,14 +11,10 @@
   (:func:`kag.query.filters.compile_cypher`, always parameterized);
 * every read goes through the store's EXPLAIN-guarded ``read``.
 
-Vector search is exact by default (``vector.similarity.cosine`` over the
-filtered chunks, which Neo4j maps to ``[0, 1]`` as ``(1 + cos) / 2``), so it
-agrees with the memory store. It does not scan every chunk in Cypher (about 10 us
-a chunk): the chunk embeddings are kept beside the driver as a float32 matrix
-(the ``Chunk`` entry of the graph store's ``anchor_scorer``, see
-:mod:`kag.graph.neo4j_anchor`), numpy screens them, and only the chunks within a
-small margin of the ``k``-th best are scored by Neo4j, so rows, order and scores
-are those of the full scan. Consistency rule: every passage write and delete
+Vector search is exact by default and agrees with the memory store: numpy screens the chunk
+embeddings kept beside the driver as a float32 matrix and Neo4j scores the few chunks near the
+``k``-th best, so rows, order and scores are those of the full scan
+(:mod:`kag.graph.passages_neo4j_vectors`). Consistency rule: every passage write and delete
 bumps the ``Chunk`` write counter in its own transaction, and each search first
 compares the counter and the chunk count with the cached matrix's (one query),
 reloading it when either changed; an embedding rewritten by raw Cypher without
@@ -57,27 +53,53 @@ store's BM25.
 
 from __future__ import annotations
 
-import asyncio
-import copy
 import itertools
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
-from kag._sync import LoopLock
 from kag.errors import ConfigError, EmbeddingError, InvalidInputError
-from kag.graph.ann import IVFIndex, ProjectedIndex
 from kag.graph.neo4j import ENTITY, Neo4jGraphStore
-from kag.graph.neo4j_anchor import SCREEN, LabelMatrix, version_bump, version_calls
-from kag.graph.passages import ChunkRecord, DocumentRecord, Mention, PassageRow, sort_rows
+from kag.graph.neo4j_anchor import version_bump
+from kag.graph.passages import ChunkRecord, DocumentRecord, Mention, PassageRow
+from kag.graph.passages_neo4j_vectors import (
+    APPROXIMATE_MODES,
+    CHUNK,
+    CHUNK_ROW,
+    IVF_OVERSAMPLE,
+    PCA_DIMS,
+    PCA_OVERSAMPLE,
+    RESCORE_CAP,
+    Approximate,
+    ChunkMatrixSearch,
+    VectorSearch,
+    chunk_rows,
+)
 from kag.query.cypher import IN_NAMESPACE, NAMESPACE, NAMESPACE_MAP
 from kag.query.filters import SCOPED_FILTER_DEPTH, compile_cypher, flatten_metadata, validate_filter
-from kag.ranking.select import kth_largest
 from kag.validation import check_k
+
+# with the names that moved to kag.graph.passages_neo4j_vectors, still importable from here
+__all__ = [
+    "APPROXIMATE_MODES",
+    "CHUNK",
+    "ENTITY_BATCH",
+    "FULLTEXT_INDEX",
+    "HNSW_EF_CONSTRUCTION",
+    "HNSW_M",
+    "IVF_OVERSAMPLE",
+    "MAX_QUERY_TERMS",
+    "PCA_DIMS",
+    "PCA_OVERSAMPLE",
+    "RESCORE_CAP",
+    "VECTOR_INDEX",
+    "Approximate",
+    "Neo4jPassageStore",
+    "lucene_query",
+]
 
 log = logging.getLogger(__name__)
 
@@ -86,70 +108,16 @@ FULLTEXT_INDEX = "kag_chunk_text"
 MAX_QUERY_TERMS = 64
 HNSW_M = 32
 HNSW_EF_CONSTRUCTION = 200
-CHUNK = "Chunk"
-# an exact search whose screen keeps more chunks than this (a flood of near-ties) scans in Cypher
-RESCORE_CAP = 5_000
 ENTITY_BATCH = 256  # entities per record when the name caches read them
-# the IVF index of approximate search probes lists holding this many times ``candidates`` rows
-IVF_OVERSAMPLE = 32
-# the projected screen: directions kept, and rows scored in full per candidate
-PCA_DIMS = 192
-PCA_OVERSAMPLE = 8
-_BLOCK = 8192  # rows compared at a time when an IVF index is carried over a matrix reload
-Approximate = Literal["pca", "ivf", "hnsw"]
-APPROXIMATE_MODES = ("pca", "ivf", "hnsw")
 # the Chunk write counter, bumped in every transaction that writes or deletes chunks
 _BUMP = "UNWIND [0] AS bump\n" + version_bump(CHUNK)
 _TERM = re.compile(r"\w+", re.UNICODE)
-_ROW = (
-    f"RETURN c.id AS id, c {{.*, embedding: null, {NAMESPACE}: null}} AS props, score, "
-    f"[(c)-[:MENTIONS]->(e:{ENTITY}) | e.id] AS mentions"
-)
-
-
-# scores the screened chunks: by (id, namespace), as ids are content hashes another namespace may hold too
-_SCORED = (
-    f"UNWIND $ids AS id MATCH (c:Chunk {{id: id, {IN_NAMESPACE}}})\n"
-    "WITH c, vector.similarity.cosine(c.embedding, $vector) AS score\n"
-    "ORDER BY score DESC, c.id ASC LIMIT $k\n"
-)
-_RESCORE = _SCORED + _ROW
-# ... and reads the Chunk version as AnchorScorer.versions does (count store: constant time), in one record
-_RESCORE_VERSIONED = (
-    version_calls(CHUNK, "chunks", "stamps")
-    + f"CALL () {{\n{_SCORED}RETURN collect({{id: c.id, props: c {{.*, embedding: null, {NAMESPACE}: null}}, "
-    f"score: score, mentions: [(c)-[:MENTIONS]->(e:{ENTITY}) | e.id]}}) AS rows\n}}\n"
-    "RETURN stamps, chunks, rows"
-)
 
 
 def lucene_query(text: str) -> str:
     """A Lucene query OR-ing the quoted words of ``text`` (no operators, nothing to escape)."""
     terms = list(dict.fromkeys(t.casefold() for t in _TERM.findall(text)))[:MAX_QUERY_TERMS]
     return " OR ".join(f'"{t}"' for t in terms)
-
-
-@dataclass(frozen=True)
-class _VectorSearch:
-    """One vector search: the query vector, ``k``, the filter (and its compiled condition and
-    parameters) and ``candidates`` (approximate when set)."""
-
-    vector: np.ndarray
-    k: int
-    where: Mapping[str, Any] | None
-    cond: str
-    params: dict[str, Any]
-    candidates: int | None = None
-
-
-@dataclass
-class _Screen:
-    """An approximate index whose rows are positions into ``matrix``; ``built_rows``: the row count it
-    was built at."""
-
-    matrix: LabelMatrix
-    index: IVFIndex | ProjectedIndex
-    built_rows: int
 
 
 class Neo4jPassageStore:
@@ -165,12 +133,19 @@ class Neo4jPassageStore:
         if approximate not in APPROXIMATE_MODES:
             raise ConfigError(f"approximate must be one of {', '.join(APPROXIMATE_MODES)}, got {approximate!r}.")
         self.graph_store = graph_store
-        self.approximate: Approximate = approximate
         self._dims: int | None = None
         self._warned = False
-        self._inverse: tuple[LabelMatrix, np.ndarray] | None = None  # 1 / norms of the cached chunk matrix
-        self._screen: _Screen | None = None  # built on the first approximate search, carried over reloads
-        self._screen_lock = LoopLock()  # per event loop: the store outlives an asyncio.run
+        # the searches numpy answers from the chunk matrix beside the driver
+        self.vectors = ChunkMatrixSearch(graph_store, approximate)
+
+    @property
+    def approximate(self) -> Approximate:
+        """What ``candidates=N`` searches use (see the class docstring)."""
+        return self.vectors.approximate
+
+    @approximate.setter
+    def approximate(self, mode: Approximate) -> None:
+        self.vectors.approximate = mode
 
     # -- schema ---------------------------------------------------------------
     async def ensure_schema(self, dimensions: int) -> None:
@@ -320,7 +295,7 @@ class Neo4jPassageStore:
             )
         stmts.extend(self._mention_statements(mentions))
         stmts.append((_BUMP, {}))
-        with self.graph_store.anchor_scorer.writes.writing([CHUNK]) as done:  # see kag.graph.neo4j_writes
+        with self.graph_store.anchor_scorer.writes.writing([CHUNK]) as done:  # see kag.graph.neo4j_write_counters
             await self._write_tx(stmts, "writing documents and chunks")
             done[CHUNK] = (1, [c.id for c in chunks])
 
@@ -401,10 +376,6 @@ class Neo4jPassageStore:
         await store.retry("clearing documents and chunks", call)
 
     # -- reads ----------------------------------------------------------------
-    @staticmethod
-    def _rows(records: Sequence[Any]) -> list[PassageRow]:
-        return sort_rows([PassageRow.from_properties(r["props"], r["score"], r["mentions"]) for r in records])
-
     async def vector_search(
         self,
         vector: np.ndarray,
@@ -430,7 +401,7 @@ class Neo4jPassageStore:
             params["ids"] = list(dict.fromkeys(ids))
             cond = f"c.id IN $ids AND {cond}"
         if ids is None and (candidates is None or self.approximate != "hnsw"):
-            found = await self._matrix_search(_VectorSearch(vec, k, where, cond, params, candidates))
+            found = await self.vectors.search(VectorSearch(vec, k, where, cond, params, candidates))
             if found is not None:
                 return found
         if candidates is not None and ids is None:
@@ -445,126 +416,10 @@ class Neo4jPassageStore:
             source = f"MATCH (c:Chunk {NAMESPACE_MAP}) WHERE {cond}\n"
         query = (
             source + "WITH c, vector.similarity.cosine(c.embedding, $vector) AS score\n"
-            "ORDER BY score DESC, c.id ASC LIMIT $k\n" + _ROW
+            "ORDER BY score DESC, c.id ASC LIMIT $k\n" + CHUNK_ROW
         )
         res = await self.graph_store.read(query, params, "searching chunks by vector")
-        return self._rows(res.records)
-
-    async def _matrix_search(self, search: _VectorSearch) -> list[PassageRow] | None:
-        """The top ``k`` from the cached matrix (see :meth:`_search_matrix`); ``None`` when it cannot be used.
-
-        With a matrix cached, the version check rides in the scoring query (one round trip, where two
-        concurrent ones cost the server more); when the version changed, the answer is discarded and
-        the search is redone on the reloaded matrix. After this store's own chunk writes the matrix is
-        known stale, so it is refreshed first instead of scored (and screened) in vain.
-        """
-        scorer = self.graph_store.anchor_scorer
-        last = self._inverse[0] if self._inverse is not None else None
-        # this store wrote chunks since ``last`` was read: it is stale, so do not score on it first
-        written = last is not None and last.own is not None and scorer.writes.snapshot(CHUNK) != last.own
-        if last is not None and not written and scorer.cached.get(CHUNK) == last.version:  # not invalidated since
-            found, now = await self._search_matrix(last, search, versioned=True)
-            if now is None:  # answered without the scoring query
-                now = (await scorer.versions([CHUNK]))[CHUNK]
-            if now == last.version:
-                return found
-        current = await scorer.current([CHUNK])
-        if current is None:  # reloading in the background (matrix_reload="background"): Cypher answers
-            return None
-        return (await self._search_matrix(current[CHUNK], search))[0]
-
-    async def _search_matrix(
-        self, matrix: LabelMatrix, search: _VectorSearch, *, versioned: bool = False
-    ) -> tuple[list[PassageRow] | None, tuple[int, int] | None]:
-        """The top ``k`` of ``matrix``'s rows (the ``where`` ones), screened with numpy, the few near the cut
-        scored by Neo4j (the scan's own expression, so the same rows, order and scores), or ``None`` to
-        fall back; and, when ``versioned``, the ``Chunk`` version read by the scoring query (``None`` when
-        it did not run).
-
-        Exact by default. With ``candidates`` and no filter, only the approximate index's ``candidates``
-        best rows are screened (approximate); a filter restricts the rows first, so that search is exact.
-        """
-        vec, k, where, cond, params, candidates = (
-            search.vector,
-            search.k,
-            search.where,
-            search.cond,
-            search.params,
-            search.candidates,
-        )
-        if matrix.matrix.shape[0] == 0 or matrix.matrix.shape[1] != vec.shape[0]:
-            return None, None
-        if self._inverse is None or self._inverse[0] is not matrix:
-            self._inverse = (matrix, (1.0 / matrix.norms).astype(np.float32))
-        inverse = self._inverse[1]
-        rows: np.ndarray | None = None
-        if where:
-            res = await self.graph_store.read(
-                f"MATCH (c:Chunk) WHERE {cond} RETURN c.id AS id", params, "filtering chunks"
-            )
-            wanted = {r["id"] for r in res.records}
-            rows = np.flatnonzero(np.fromiter((i in wanted for i in matrix.ids), dtype=bool, count=len(matrix.ids)))
-            if rows.shape[0] == 0:
-                return [], None
-        q = vec.astype(np.float32)
-        if candidates is not None and rows is None:
-            rows = (await self._screen_for(matrix)).search(matrix.matrix, q, max(candidates, k), matrix.norms)
-        # the screen ranks by cos * |q| in float32 (|q| is common to all rows): one pass over the matrix
-        sub = matrix.matrix if rows is None else matrix.matrix[rows]
-        approx = (sub @ q) * (inverse if rows is None else inverse[rows])
-        margin = 4 * SCREEN * float(np.linalg.norm(q))  # 2 * SCREEN on the (1 + cos) / 2 scale
-        if approx.shape[0] > k:
-            cut = kth_largest(approx, k)
-            near = np.flatnonzero(approx >= cut - margin)  # float32 screen vs Neo4j's cosine: far below the margin
-        else:
-            near = np.arange(approx.shape[0])
-        if near.shape[0] > RESCORE_CAP:
-            return None, None
-        picked = near if rows is None else rows[near]
-        res = await self.graph_store.read(
-            _RESCORE_VERSIONED if versioned else _RESCORE,
-            {"ids": matrix.ids[picked].tolist(), "vector": params["vector"], "k": k, "ns": params["ns"]},
-            "searching chunks by vector",
-        )
-        if not versioned:
-            return self._rows(res.records), None
-        record = res.records[0]
-        return self._rows(record["rows"]), (int(record["stamps"]), int(record["chunks"]))
-
-    async def _screen_for(self, matrix: LabelMatrix) -> IVFIndex | ProjectedIndex:
-        """The approximate index over ``matrix``: built on first use, rebuilt when the row count moved by
-        more than a fifth since the build, otherwise carried over from the last matrix (the projection
-        copies the columns of the rows a refresh kept and projects the others, or re-projects a
-        reloaded matrix; IVF follows the rows by id, see :func:`_remap`).
-
-        Built in a worker thread (up to seconds at 100k chunks), one search at a time, so the event
-        loop keeps serving and concurrent searches do not build it twice.
-        """
-        async with self._screen_lock:
-            held = self._screen
-            if held is not None and held.matrix is matrix:
-                return held.index
-            rows = matrix.matrix.shape[0]
-            resized = held is not None and held.matrix.matrix.shape[1] != matrix.matrix.shape[1]  # re-embedded
-            if held is None or resized or abs(rows - held.built_rows) > held.built_rows // 5:
-                index: IVFIndex | ProjectedIndex
-                if self.approximate == "ivf":
-                    index = await asyncio.to_thread(IVFIndex, matrix.matrix, np.arange(rows), oversample=IVF_OVERSAMPLE)
-                else:
-                    index = await asyncio.to_thread(
-                        ProjectedIndex, matrix.matrix, dims=PCA_DIMS, oversample=PCA_OVERSAMPLE
-                    )
-                self._screen = _Screen(matrix, index, rows)
-            elif isinstance(held.index, IVFIndex):
-                moved = await asyncio.to_thread(_remap, held.index, held.matrix, matrix)
-                self._screen = _Screen(matrix, moved, held.built_rows)
-            elif (source := matrix.origins.get(held.matrix.serial)) is not None:  # refreshed from it
-                projected = await asyncio.to_thread(held.index.followed, matrix.matrix, source)
-                self._screen = _Screen(matrix, projected, held.built_rows)
-            else:
-                projected = await asyncio.to_thread(held.index.moved, matrix.matrix)
-                self._screen = _Screen(matrix, projected, held.built_rows)
-            return self._screen.index
+        return chunk_rows(res.records)
 
     async def keyword_search(self, text: str, k: int, where: Mapping[str, Any] | None = None) -> list[PassageRow]:
         k = check_k(k, minimum=0)
@@ -580,10 +435,10 @@ class Neo4jPassageStore:
         query = (
             "CALL db.index.fulltext.queryNodes($index, $query) YIELD node, score\n"
             f"WITH node AS c, score WHERE c:Chunk AND {cond}\n"
-            "WITH c, score ORDER BY score DESC, c.id ASC LIMIT $k\n" + _ROW
+            "WITH c, score ORDER BY score DESC, c.id ASC LIMIT $k\n" + CHUNK_ROW
         )
         res = await self.graph_store.read(query, params, "searching chunks by keyword")
-        return self._rows(res.records)
+        return chunk_rows(res.records)
 
     async def chunk_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         if not ids:
@@ -599,7 +454,7 @@ class Neo4jPassageStore:
         if not ids:
             return []
         res = await self.graph_store.read(
-            f"UNWIND $ids AS id MATCH (c:Chunk {{id: id, {IN_NAMESPACE}}}) WITH c, 0.0 AS score\n" + _ROW,
+            f"UNWIND $ids AS id MATCH (c:Chunk {{id: id, {IN_NAMESPACE}}}) WITH c, 0.0 AS score\n" + CHUNK_ROW,
             {"ids": list(dict.fromkeys(ids)), "ns": self.graph_store.namespace},
             "reading chunks",
         )
@@ -682,35 +537,6 @@ class Neo4jPassageStore:
         )
         rec = res.records[0]
         return {"documents": int(rec["documents"]), "chunks": int(rec["chunks"]), "mentions": int(rec["mentions"])}
-
-
-def _remap(index: IVFIndex, old: LabelMatrix, new: LabelMatrix) -> IVFIndex:
-    """``index`` (positions into ``old``) moved onto ``new``, a reload of the same label.
-
-    A reload may order the rows differently, so every listed row is followed by its id: ids gone
-    are dropped, and ids not listed (added since the build) or whose vector changed (a document
-    rewritten with other embeddings) become the always-scanned extra rows.
-    """
-    position = {chunk_id: row for row, chunk_id in enumerate(new.ids.tolist())}
-    moved = np.fromiter(
-        (position.get(chunk_id, -1) for chunk_id in old.ids[index.members].tolist()),
-        dtype=np.int64,
-        count=index.members.shape[0],
-    )
-    kept = moved >= 0
-    same = np.zeros_like(kept)
-    for start in range(0, kept.shape[0], _BLOCK):  # blocks: bounded temporaries
-        part = slice(start, start + _BLOCK)
-        rows = np.flatnonzero(kept[part]) + start
-        same[rows] = (old.matrix[index.members[rows]] == new.matrix[moved[rows]]).all(axis=1)
-    lists = np.repeat(np.arange(index.lists), np.diff(index.indptr))[same]  # members are grouped by list
-    out = copy.copy(index)
-    out.members = moved[same]
-    out.rows = out.members
-    out.indptr = np.concatenate([[0], np.cumsum(np.bincount(lists, minlength=index.lists))]).astype(np.int64)
-    out.sorted_rows = np.sort(out.members)
-    out.extra = np.setdiff1d(np.arange(new.ids.shape[0]), out.sorted_rows, assume_unique=True)
-    return out
 
 
 def _first(values: list[Any]) -> Any:

@@ -16,7 +16,8 @@ from kag.graph.ann import IVFIndex, ProjectedIndex
 from kag.graph.neo4j import Neo4jGraphStore
 from kag.graph.neo4j_anchor import LabelMatrix
 from kag.graph.passages import ChunkRecord, DocumentRecord
-from kag.graph.passages_neo4j import PCA_DIMS, Neo4jPassageStore, _remap
+from kag.graph.passages_neo4j import PCA_DIMS, Neo4jPassageStore
+from kag.graph.passages_neo4j_vectors import remap
 from tests.neo4j.conftest import DIMS, count_loads, fresh_namespace, passage_store
 
 pytestmark = pytest.mark.neo4j
@@ -89,7 +90,7 @@ async def test_approximate_scores_are_exact_and_recall_is_high(writers: Writers,
     queries = base[rng.choice(N, 30, replace=False)] + 0.3 * rng.standard_normal((30, DIMS)).astype(np.float32)
     recall = await _recall(store, queries)
     assert recall >= 0.95
-    held = store._screen
+    held = store.vectors.screen
     assert held is not None and held.built_rows == N  # the matrix path ran (not HNSW)
     if mode == "ivf":
         assert isinstance(held.index, IVFIndex)
@@ -108,15 +109,15 @@ async def test_writes_by_another_store_are_seen_and_the_index_is_carried_over(wr
     rng, base, _ = await _seeded(writer, 4)
     probe = rng.standard_normal(DIMS).astype(np.float32)
     await store.vector_search(probe, 3, candidates=CANDIDATES)  # builds the approximate index
-    built = store._screen
+    built = store.vectors.screen
     assert built is not None
     # another driver adds a chunk equal to the probe: approximate search must find it at once
     doc_b, chunks_b = _doc("b", probe.reshape(1, -1))
     await other.write([doc_b], chunks_b, [])
     got = await store.vector_search(probe, 3, candidates=CANDIDATES)
     assert got[0].chunk_id == "chk_b_00000" and got[0].score == pytest.approx(1.0)
-    assert store._screen is not None and store._screen.index is not built.index  # carried over ...
-    assert store._screen.built_rows == N  # ... not rebuilt
+    assert store.vectors.screen is not None and store.vectors.screen.index is not built.index  # carried over ...
+    assert store.vectors.screen.built_rows == N  # ... not rebuilt
     # ... and deletes it: gone at once
     await other.delete_documents([doc_b.id])
     assert all(r.chunk_id != "chk_b_00000" for r in await store.vector_search(probe, 3, candidates=CANDIDATES))
@@ -141,7 +142,7 @@ async def test_own_writes_refresh_the_matrix_and_the_screen_follows(writers: Wri
     await writer.write([doc_b], chunks_b, [])
     got = await store.vector_search(probe, 3, candidates=CANDIDATES)
     assert got[0].chunk_id == "chk_b_00000" and got[0].score == pytest.approx(1.0)
-    before, screen = scorer._labels["Chunk"], store._screen
+    before, screen = scorer._labels["Chunk"], store.vectors.screen
     rows_before = before.matrix.copy()
     doc_c, chunks_c = _doc("c", base[:200] + 0.01)  # added, then deleted below
     await writer.write([doc_c], chunks_c, [])
@@ -151,15 +152,15 @@ async def test_own_writes_refresh_the_matrix_and_the_screen_follows(writers: Wri
     assert np.shares_memory(after.matrix, before.matrix) and np.array_equal(before.matrix, rows_before)
     assert np.array_equal(after.matrix[N + 1 :], base[:200] + 0.01)
     if mode == "pca":
-        assert screen is not None and store._screen is not None
-        assert np.shares_memory(store._screen.index.columns, screen.index.columns)  # type: ignore[union-attr]
+        assert screen is not None and store.vectors.screen is not None
+        assert np.shares_memory(store.vectors.screen.index.columns, screen.index.columns)  # type: ignore[union-attr]
     # b rewritten (its row re-embedded, one more) and c deleted: the kept rows are gathered by id
     doc_b, chunks_b = _doc("b", np.vstack([-probe, base[5]]))
     await writer.write([doc_b], chunks_b, [])
     await writer.delete_documents([doc_c.id])
     gone = await store.vector_search(base[7] + 0.01, 5, candidates=CANDIDATES)
     assert all(not r.chunk_id.startswith("chk_c") for r in gone)  # deleted: not found
-    held = store._screen
+    held = store.vectors.screen
     assert held is not None
     assert loads == []  # every change came from this store: refreshed by ids, never loaded whole
     assert held.matrix.origins and held.matrix.ids.shape == (N + 2,)
@@ -180,7 +181,7 @@ async def test_the_screen_follows_refreshes_made_by_exact_searches_in_between(
     store = Neo4jPassageStore(writer.graph_store, approximate="pca")  # type: ignore[arg-type]
     rng, base, _ = await _seeded(writer, 9)
     await store.vector_search(base[0], 3, candidates=CANDIDATES)  # the screen is built over this matrix
-    built = store._screen
+    built = store.vectors.screen
     assert built is not None
 
     def reprojected(*_: object) -> ProjectedIndex:
@@ -204,7 +205,7 @@ async def test_the_screen_follows_refreshes_made_by_exact_searches_in_between(
     top = await store.vector_search(extra[5], 1, candidates=CANDIDATES)  # four refreshes behind the screen
     assert follows == [N + 4]  # once, onto the refreshed matrix (the stale one is not screened first)
     assert top[0].chunk_id == "chk_x2_00001" and top[0].score == pytest.approx(1.0)
-    held = store._screen
+    held = store.vectors.screen
     assert held is not None and held.built_rows == N and held.matrix.ids.shape == (N + 4,)
     assert isinstance(held.index, ProjectedIndex) and isinstance(built.index, ProjectedIndex)
     assert held.index.directions is built.index.directions  # the same projection, carried over
@@ -219,16 +220,16 @@ async def test_growth_by_more_than_a_fifth_rebuilds(writers: Writers) -> None:
     await writer.write([doc], chunks, [])
     probe = rng.standard_normal(DIMS).astype(np.float32)
     await store.vector_search(probe, 3, candidates=CANDIDATES)
-    assert store._screen is not None and store._screen.built_rows == 1000
-    first = store._screen.index
+    assert store.vectors.screen is not None and store.vectors.screen.built_rows == 1000
+    first = store.vectors.screen.index
     doc_b, chunks_b = _doc("b", _clustered(rng, 100))  # a tenth more: carried over
     await other.write([doc_b], chunks_b, [])
     await store.vector_search(probe, 3, candidates=CANDIDATES)
-    assert store._screen.built_rows == 1000 and store._screen.index is not first
+    assert store.vectors.screen.built_rows == 1000 and store.vectors.screen.index is not first
     doc_c, chunks_c = _doc("c", _clustered(rng, 200))  # 1,300 rows: rebuilt
     await other.write([doc_c], chunks_c, [])
     await store.vector_search(probe, 3, candidates=CANDIDATES)
-    assert store._screen.built_rows == 1300
+    assert store.vectors.screen.built_rows == 1300
 
 
 async def test_filters_are_respected(writers: Writers) -> None:
@@ -267,7 +268,7 @@ async def test_namespaces_do_not_cross(neo4j_config: dict[str, str]) -> None:
                     assert got[0].chunk_id == "chk_a_00007" and got[0].score == pytest.approx(1.0)
                 else:  # the same id in the other namespace scores against that namespace's vector
                     assert got[0].score < 0.99
-        assert a._screen is not None and a._screen.built_rows == 1000
+        assert a.vectors.screen is not None and a.vectors.screen.built_rows == 1000
     finally:
         await a.clear()
         await b.clear()
@@ -284,7 +285,7 @@ async def test_hnsw_option_and_validation(stores: tuple[Neo4jPassageStore, Neo4j
     hnsw = Neo4jPassageStore(store.graph_store, approximate="hnsw")
     got = await hnsw.vector_search(base[9], 3, candidates=50)
     assert got[0].chunk_id == "chk_a_00009" and got[0].score == pytest.approx(1.0)
-    assert hnsw._screen is None  # the HNSW index answered, no index over the matrix was built
+    assert hnsw.vectors.screen is None  # the HNSW index answered, no index over the matrix was built
     with pytest.raises(ConfigError):
         Neo4jPassageStore(store.graph_store, approximate="lsh")  # type: ignore[arg-type]
 
@@ -304,7 +305,7 @@ def test_remap_follows_ids_through_a_reordered_reload() -> None:
     j = next(i for i, chunk_id in enumerate(new_ids) if chunk_id.startswith("c"))
     new_matrix[j] = fresh[0]  # one kept chunk re-embedded: it must be scanned, not looked for in its old list
     new = LabelMatrix((1, 495), new_ids, new_matrix, np.linalg.norm(new_matrix, axis=1).astype(np.float64))
-    moved = _remap(index, old, new)
+    moved = remap(index, old, new)
     for lst in range(index.lists):
         before = {ids[r] for r in index.members[index.indptr[lst] : index.indptr[lst + 1]]} - set(ids[:10])
         after = {new_ids[r] for r in moved.members[moved.indptr[lst] : moved.indptr[lst + 1]]}
@@ -325,11 +326,11 @@ async def test_vectors_of_another_length_rebuild_the_index(mode: str) -> None:
         rows = rng.standard_normal((300, dims)).astype(np.float32)
         return LabelMatrix((version, 300), ids, rows, np.linalg.norm(rows, axis=1).astype(np.float64))
 
-    first = await store._screen_for(matrix(0, 16))
-    again = await store._screen_for(matrix(1, 16))  # same length, same count: carried over
-    assert again is not first and store._screen is not None and store._screen.built_rows == 300
+    first = await store.vectors.screen_for(matrix(0, 16))
+    again = await store.vectors.screen_for(matrix(1, 16))  # same length, same count: carried over
+    assert again is not first and store.vectors.screen is not None and store.vectors.screen.built_rows == 300
     wider = matrix(2, 32)  # every chunk re-embedded with another embedder: rebuilt, not carried over
-    index = await store._screen_for(wider)
+    index = await store.vectors.screen_for(wider)
     assert index.search(wider.matrix, wider.matrix[7], 10, wider.norms).shape == (10,)
     assert 7 in index.search(wider.matrix, wider.matrix[7], 10, wider.norms).tolist()
     await graph.aclose()
