@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -37,6 +38,8 @@ from kag.programs.module import (
 from kag.training.trainer import Trainer
 
 __all__ = ["Program"]
+
+log = logging.getLogger(__name__)
 
 FORMAT = "kag-program"
 VERSION = 1
@@ -350,20 +353,45 @@ class Program(Trainer, Module):
         """Write :meth:`get_config` as JSON to ``path``, atomically: a reader, or a process killed
         mid-save, sees the previous file or the new one, never part of either.
 
+        A compiled program's settings (reward, optimizer, metrics, concurrency) are written beside
+        it under ``"compile_config"`` (:meth:`get_compile_config`), so :meth:`load` returns it
+        compiled. Settings that cannot be saved (a reward class defined inside a function) are left
+        out with a logged warning; the program itself is saved.
+
         Raises:
             FileWriteError: the folder is missing or the file cannot be written (the old one is intact).
         """
-        text = json.dumps(self.get_config(), indent=2, ensure_ascii=False) + "\n"
+        config = self.get_config()
+        try:
+            compiled = self.get_compile_config()
+        except ConfigError as exc:
+            log.warning(
+                "program %r: its compile settings are not saved (%s); compile it after loading.", self.name, exc
+            )
+            compiled = None
+        if compiled is not None:
+            config["compile_config"] = scrub_secrets(compiled)
+        text = json.dumps(config, indent=2, ensure_ascii=False) + "\n"
         return atomic_write_text(Path(path), text)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], **runtime: Any) -> Program:
-        """Read a program saved by :meth:`save`; ``runtime`` as for :meth:`from_config`."""
+    def load(cls, path: str | os.PathLike[str], *, compile: bool = True, **runtime: Any) -> Program:
+        """Read a program saved by :meth:`save`; ``runtime`` as for :meth:`from_config`.
+
+        With ``compile`` (the default) a program saved compiled comes back compiled with the same
+        settings, ready to ``fit``; a file saved uncompiled (or by an older kag) loads uncompiled. A
+        setting that cannot be rebuilt (a reward needing an embedder, a lambda) leaves the program
+        uncompiled, with a logged warning that ``fit`` repeats: call :meth:`compile` then.
+        """
         try:
             config = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
             raise ConfigError(f"cannot read program config {str(path)!r}: {exc}") from exc
-        return cls.from_config(config, **runtime)
+        program = cls.from_config(config, **runtime)
+        saved = config.get("compile_config")
+        if compile and saved is not None:
+            program._restore_compile_config(saved, runtime.get("custom_objects"))
+        return program
 
 
 def _model_text(model: type[BaseModel]) -> str:

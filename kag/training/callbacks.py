@@ -24,6 +24,7 @@ from typing import Any
 
 from kag.errors import CheckpointError, ConfigError, StoreError, TrainingError
 from kag.files import atomic_write_text
+from kag.validation import check_int
 
 __all__ = [
     "CSVLogger",
@@ -75,7 +76,11 @@ class Callback:
 
 
 class CallbackList(Callback):
-    """Calls each hook on every callback in order, awaiting coroutine hooks."""
+    """The callbacks of one ``fit``: each hook runs that hook on every callback in order.
+
+    The trainer calls the hooks by name (``await callbacks.on_epoch_end(epoch, logs)``), never
+    through a string; a hook a callback wrote as a coroutine is awaited.
+    """
 
     def __init__(self, callbacks: Sequence[Callback] | None = None) -> None:
         super().__init__()
@@ -95,12 +100,42 @@ class CallbackList(Callback):
         for cb in self.callbacks:
             cb.set_params(params)
 
-    async def call(self, hook: str, *args: Any) -> None:
-        """Run ``hook`` on each callback (``args`` as the hook takes them)."""
+    async def on_train_begin(self, logs: Logs | None = None) -> None:
+        """Run every callback's ``on_train_begin``."""
         for cb in self.callbacks:
-            result = getattr(cb, hook)(*args)
-            if inspect.isawaitable(result):
-                await result
+            await _settled(cb.on_train_begin(logs))
+
+    async def on_train_end(self, logs: Logs | None = None) -> None:
+        """Run every callback's ``on_train_end``."""
+        for cb in self.callbacks:
+            await _settled(cb.on_train_end(logs))
+
+    async def on_epoch_begin(self, epoch: int, logs: Logs | None = None) -> None:
+        """Run every callback's ``on_epoch_begin``."""
+        for cb in self.callbacks:
+            await _settled(cb.on_epoch_begin(epoch, logs))
+
+    async def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
+        """Run every callback's ``on_epoch_end``."""
+        for cb in self.callbacks:
+            await _settled(cb.on_epoch_end(epoch, logs))
+
+    async def on_batch_begin(self, batch: int, logs: Logs | None = None) -> None:
+        """Run every callback's ``on_batch_begin``."""
+        for cb in self.callbacks:
+            await _settled(cb.on_batch_begin(batch, logs))
+
+    async def on_batch_end(self, batch: int, logs: Logs | None = None) -> None:
+        """Run every callback's ``on_batch_end``."""
+        for cb in self.callbacks:
+            await _settled(cb.on_batch_end(batch, logs))
+
+
+async def _settled(result: Any) -> Any:
+    """``result`` itself, or what it gives once awaited (a hook may be a plain method or a coroutine)."""
+    if inspect.isawaitable(result):
+        return await result
+    return result
 
 
 class LambdaCallback(Callback):
@@ -176,7 +211,7 @@ class ProgramCheckpoint(Callback):
 
     def _log_keys(self) -> list[str]:
         """The keys ``fit`` logs at an epoch's end (for checking ``{field}``s before training)."""
-        names = ["reward", "errors", *(getattr(m, "name", "") for m in getattr(self.program, "_metrics", ()))]
+        names = ["reward", "errors", *(m.name for m in getattr(self.program, "metrics", ()))]
         keys = [*names, *OPTIMIZER_LOGS]
         if self.params.get("validation"):
             keys += [f"val_{name}" for name in names]
@@ -251,10 +286,8 @@ class EarlyStopping(Callback):
         restore_best_variables: bool = False,
     ) -> None:
         super().__init__()
-        if isinstance(patience, bool) or not isinstance(patience, int) or patience < 0:
-            raise ConfigError(f"patience must be an integer >= 0, got {patience!r}.")
         self.monitor = monitor
-        self.patience = patience
+        self.patience = check_int(patience, name="patience", minimum=0)
         self.min_delta = abs(float(min_delta))
         self.mode = _check_mode(mode)
         self.restore_best_variables = bool(restore_best_variables)

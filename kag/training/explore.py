@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from kag.errors import ConfigError
+from kag.validation import check_int, check_number
 
 __all__ = ["AnswerSearch", "ExploreReport", "FindsFromAnswer", "SearchBudget", "Varies"]
 
@@ -40,16 +41,9 @@ class SearchBudget:
     confirm: int = 3
 
     def __post_init__(self) -> None:
-        if isinstance(self.max_searches, bool) or not isinstance(self.max_searches, int) or self.max_searches < 1:
-            raise ConfigError(f"max_searches must be a positive integer, got {self.max_searches!r}.")
-        if (
-            isinstance(self.deadline, bool)
-            or not isinstance(self.deadline, int | float)
-            or not 0 < self.deadline <= 3600
-        ):
-            raise ConfigError(f"deadline must be a number of seconds in (0, 3600], got {self.deadline!r}.")
-        if isinstance(self.confirm, bool) or not isinstance(self.confirm, int) or self.confirm < 1:
-            raise ConfigError(f"confirm must be a positive integer, got {self.confirm!r}.")
+        check_int(self.max_searches, name="max_searches")
+        check_number(self.deadline, name="deadline (seconds)", minimum=0, maximum=3600, exclusive_minimum=True)
+        check_int(self.confirm, name="confirm")
 
     def get_config(self) -> dict[str, Any]:
         """The budget as JSON."""

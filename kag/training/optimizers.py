@@ -26,8 +26,10 @@ from typing import Any, ClassVar
 
 from kag.errors import ConfigError, LanguageModelError
 from kag.training.explore import ExploreReport, SearchBudget
+from kag.training.serialization import deserialize, serialize
 from kag.training.trace import TraceEntry
 from kag.training.variables import Demo, Variable
+from kag.validation import check_int, check_number
 
 __all__ = [
     "BootstrapFewShot",
@@ -38,6 +40,7 @@ __all__ = [
     "Outcome",
     "RandomFewShot",
     "get_optimizer",
+    "serialize_optimizer",
 ]
 
 Candidate = dict[str, Variable]
@@ -223,21 +226,15 @@ def _demos_of(outcomes: Sequence[Outcome], module: str) -> list[Demo]:
 
 
 def _check_count(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"{name} must be a positive integer, got {value!r}.")
-    return value
+    return check_int(value, name=name)
 
 
 def _check_budget(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ConfigError(f"explore must be an integer >= 0, got {value!r}.")
-    return value
+    return check_int(value, name="explore", minimum=0)
 
 
-def _check_threshold(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
-        raise ConfigError(f"threshold must be a number in [0, 1], got {value!r}.")
-    return float(value)
+def _check_threshold(value: Any, name: str = "threshold") -> float:
+    return check_number(value, name=name, minimum=0.0, maximum=1.0)
 
 
 def _with_demos(current: Candidate, demos: Mapping[str, list[Demo]], nearest: int | None = None) -> Candidate:
@@ -265,7 +262,7 @@ class RandomFewShot(Optimizer):
         super().__init__(**kwargs)
         self.max_demos = _check_count(max_demos, "max_demos")
         self.num_candidates = _check_count(num_candidates, "num_candidates")
-        self.min_reward = _check_threshold(min_reward)
+        self.min_reward = _check_threshold(min_reward, "min_reward")
 
     async def on_epoch_end(self, epoch: int, context: OptimizerContext) -> None:
         # sampling among the program's own rewarded predictions only: no exploration
@@ -512,15 +509,42 @@ class InstructionOptimizer(Optimizer):
 _OPTIMIZERS: dict[str, type[Optimizer]] = {
     cls.name: cls for cls in (RandomFewShot, BootstrapFewShot, KNNFewShot, InstructionOptimizer)
 }
+# a config's "class": the class name (what serialize_optimizer writes) or the short name
+_CLASSES: dict[str, type[Optimizer]] = {**{cls.__name__: cls for cls in _OPTIMIZERS.values()}, **_OPTIMIZERS}
+_BY_NAME = sorted(n for n in _OPTIMIZERS if n != InstructionOptimizer.name)  # built with no argument
 
 
-def get_optimizer(spec: Any) -> Optimizer:
-    """An :class:`Optimizer` from an instance or a name (``"bootstrap_few_shot"``, ``"knn_few_shot"``...)."""
+def serialize_optimizer(optimizer: Optimizer) -> dict[str, Any]:
+    """``{"class": ..., "config": ...}`` of an optimizer (what :func:`get_optimizer` takes back).
+
+    Its ``teacher`` and an ``InstructionOptimizer``'s ``language_model`` are not in it: a config
+    holds no model.
+    """
+    return serialize(optimizer, _CLASSES)
+
+
+def get_optimizer(spec: Any, *, custom_objects: Mapping[str, Any] | None = None) -> Optimizer:
+    """An :class:`Optimizer` from an instance, a name (``"bootstrap_few_shot"``, ``"knn_few_shot"``,
+    ``"random_few_shot"``) or a config dict: ``{"class": "KNNFewShot", "config": {"k": 2}}`` (what
+    :func:`serialize_optimizer` writes; ``class`` may be a short name or an import path
+    ``"package.module:QualName"``, which ``custom_objects`` may map to the class instead).
+
+    Raises:
+        ConfigError: an unknown name or class, or settings the optimizer does not take; the
+            message names what it accepts.
+    """
     if isinstance(spec, Optimizer):
         return spec
-    if isinstance(spec, str) and spec in _OPTIMIZERS and spec != InstructionOptimizer.name:
+    if isinstance(spec, str) and spec in _BY_NAME:
         return _OPTIMIZERS[spec]()
+    if isinstance(spec, Mapping):
+        return deserialize(spec, Optimizer, _CLASSES, custom_objects, "optimizer")
+    hint = (
+        " (it needs language_model=...: pass InstructionOptimizer(language_model) itself)"
+        if spec == InstructionOptimizer.name
+        else ""
+    )
     raise ConfigError(
-        f"optimizer must be a kag.training optimizer or one of "
-        f"{sorted(n for n in _OPTIMIZERS if n != InstructionOptimizer.name)}, got {spec!r}."
+        f"optimizer must be a kag.training optimizer, one of {_BY_NAME}, or a config dict "
+        f"{{'class': 'BootstrapFewShot', 'config': {{...}}}}, got {spec!r}{hint}."
     )

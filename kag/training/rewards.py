@@ -25,6 +25,7 @@ import numpy as np
 
 from kag.errors import ConfigError, RewardError
 from kag.text import normalize_text
+from kag.training.serialization import deserialize, function_path, import_function, serialize
 
 __all__ = [
     "AnswerSetF1",
@@ -36,6 +37,7 @@ __all__ = [
     "Reward",
     "check_reward_value",
     "get_reward",
+    "serialize_reward",
 ]
 
 RewardFn = Callable[[Mapping[str, Any], Mapping[str, Any] | None], float | Awaitable[float]]
@@ -250,6 +252,19 @@ class FunctionReward(Reward):
             return self.function(y_true, y_pred)
         return self.function({f: y_true.get(f) for f in names}, {f: y_pred.get(f) for f in names})
 
+    def get_config(self) -> dict[str, Any]:
+        """Its settings and the function's import path (``None`` for a lambda or a nested function)."""
+        return {**super().get_config(), "function": function_path(self.function)}
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], **runtime: Any) -> Reward:
+        """Rebuild, importing the saved function unless ``runtime`` gives ``function=``."""
+        settings = dict(config)
+        path = settings.pop("function", None)
+        if "function" not in runtime:
+            runtime["function"] = import_function(path, None, f"reward {settings.get('name')!r}")
+        return cls(**settings, **runtime)
+
 
 def _relation_key(item: Any) -> str | None:
     """A relation (``{"label", "subject": {"label", "name"}, "object": {...}}``) as a comparable key."""
@@ -313,15 +328,47 @@ _NAMED: dict[str, Callable[[], Reward]] = {
 }
 
 
-def get_reward(spec: Any, what: str = "reward") -> Reward:
+_CLASSES: dict[str, type[Reward]] = {
+    cls.__name__: cls for cls in (ExactMatch, AnswerSetF1, CosineSimilarity, LMAsJudge, FunctionReward, RelationF1)
+}
+
+
+def _build(cls: type[Reward], config: Mapping[str, Any], custom_objects: Mapping[str, Any] | None) -> Reward:
+    """``cls`` from its config; a function reward's function may come from ``custom_objects`` by its name."""
+    name = config.get("name")
+    if issubclass(cls, FunctionReward) and custom_objects and isinstance(name, str) and name in custom_objects:
+        settings = {k: v for k, v in config.items() if k != "function"}
+        return cls.from_config(settings, function=custom_objects[name])
+    return cls.from_config(config)
+
+
+def serialize_reward(reward: Reward) -> dict[str, Any]:
+    """``{"class": ..., "config": ...}`` of a reward (what :func:`get_reward` takes back)."""
+    return serialize(reward, _CLASSES)
+
+
+def get_reward(spec: Any, what: str = "reward", *, custom_objects: Mapping[str, Any] | None = None) -> Reward:
     """A :class:`Reward` from a reward, a name (``"exact_match"``, ``"accuracy"``, ``"f1"``,
-    ``"relation_f1"``) or a callable."""
+    ``"relation_f1"``), a config dict (``{"class": "ExactMatch", "config": {"in_mask": ["answer"]}}``,
+    what :func:`serialize_reward` writes) or a callable.
+
+    ``custom_objects`` maps class names, import paths or function rewards' names to the objects a
+    config names but cannot import.
+    """
     if isinstance(spec, Reward):
         return spec
     if isinstance(spec, str):
         if spec not in _NAMED:
-            raise ConfigError(f"unknown {what} {spec!r}; use one of {sorted(_NAMED)}, a Reward, or a function.")
+            raise ConfigError(
+                f"unknown {what} {spec!r}; use one of {sorted(_NAMED)}, a Reward, a config dict or a function."
+            )
         return _NAMED[spec]()
+    if isinstance(spec, Mapping):
+        return deserialize(
+            spec, Reward, _CLASSES, custom_objects, what, lambda cls, config: _build(cls, config, custom_objects)
+        )
     if callable(spec):
         return FunctionReward(spec)
-    raise ConfigError(f"{what} must be a Reward, a name or a callable (y_true, y_pred) -> float, got {spec!r}.")
+    raise ConfigError(
+        f"{what} must be a Reward, a name, a config dict or a callable (y_true, y_pred) -> float, got {spec!r}."
+    )

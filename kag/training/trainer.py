@@ -6,6 +6,11 @@ returns a :class:`History`, ``await evaluate(x, y)`` scores it, ``await
 predict(x)`` runs it. What changes is not weights but each trainable module's
 :class:`~kag.training.variables.Variable` (instructions and demos).
 
+The trainer's state is set up once per program (:meth:`Trainer._init_training_state`, a
+:class:`~kag.training.state.TrainingState`); what it needs from the program is the
+:class:`~kag.training.protocols.TrainableProgram` protocol. ``get_compile_config`` /
+``compile_from_config`` save and restore the compile settings (``Program.save`` / ``load``).
+
 Model calls of a batch run concurrently, at most ``concurrency`` programs at
 once. A prediction that fails with a kag error (a model that could not produce
 a valid answer, say) scores 0 and is counted in ``errors``; it does not stop
@@ -23,27 +28,30 @@ import os
 import random
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
-
-import pydantic
-from pydantic import BaseModel
+from typing import Any, TypeVar, cast
 
 from kag._sync import SyncFacade, blocking
 from kag.errors import CheckpointError, ConfigError, KagError, RewardError, TrainingError
 from kag.files import atomic_write_json
 from kag.training.callbacks import Callback, CallbackList, ProgressBar
-from kag.training.explore import ExploreReport, FindsFromAnswer, SearchBudget, Varies
+from kag.training.compile_config import compile_arguments, compile_config
+from kag.training.data import FitData, as_json, check_inputs, check_labels
+from kag.training.explore import ExploreReport, SearchBudget
 from kag.training.history import History
 from kag.training.optimizers import Candidate, Optimizer, OptimizerContext, Outcome, get_optimizer
+from kag.training.protocols import Teachable, TrainableProgram
+from kag.training.reruns import check_aliases, rerun_failed
 from kag.training.rewards import Reward, get_reward
-from kag.training.trace import TraceEntry, forcing, tracing
+from kag.training.state import DEFAULT_CONCURRENCY, TrainingState
+from kag.training.trace import forcing, tracing
 from kag.training.variables import FORMAT, VERSION, Variable, check_variables_document
+from kag.validation import check_int
 
 __all__ = ["Trainer", "TrainerSync"]
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
-DEFAULT_CONCURRENCY = 4
+Scored = list[tuple[Outcome, dict[str, float]]]
 
 
 async def _bounded(items: Sequence[T], run: Callable[[T], Awaitable[Any]], concurrency: int) -> list[Any]:
@@ -57,40 +65,67 @@ async def _bounded(items: Sequence[T], run: Callable[[T], Awaitable[Any]], concu
     return list(await asyncio.gather(*(one(item) for item in items)))
 
 
-def _as_json(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    return json.loads(json.dumps(value, default=str))
+class _CandidateScores:
+    """Each distinct candidate's scored runs on the scoring data of one ``fit``, computed once.
+
+    Optimizers score the same candidate more than once (the current variables each epoch); a
+    candidate is keyed by its variables' configs, and the program's variables are put back after.
+    """
+
+    def __init__(self, trainer: Trainer, data: FitData, concurrency: int) -> None:
+        self._trainer = trainer
+        self._x, self._y = data.scoring
+        self._concurrency = concurrency
+        self._cache: dict[str, Scored] = {}
+
+    async def runs(self, candidate: Candidate) -> Scored:
+        """The program's scored runs on the scoring data with ``candidate``'s variables."""
+        key = json.dumps({n: v.get_config() for n, v in sorted(candidate.items())}, sort_keys=True)
+        if key not in self._cache:
+            saved = self._trainer._candidate()
+            self._trainer._assign(candidate)
+            try:
+                self._cache[key] = await self._trainer._score_examples(
+                    range(len(self._x)), self._x, self._y, trace=False, concurrency=self._concurrency
+                )
+            finally:
+                self._trainer._assign(saved)
+        return self._cache[key]
+
+    async def reward(self, candidate: Candidate) -> float:
+        """The mean reward of ``candidate`` (what :class:`OptimizerContext` ``score`` returns)."""
+        return float(self._trainer._summary(await self.runs(candidate))["reward"])
 
 
 class Trainer:
     """Training for programs (a mixin: ``Program`` inherits it).
 
-    The class using it provides ``call(inputs)``, ``name``, ``trainable_modules()`` (``{name: module}``
-    of the modules holding a ``variable``) and ``output_model()`` (the model of its single output).
+    The class using it provides the :class:`~kag.training.protocols.TrainableProgram` members:
+    ``call(inputs)``, ``name``, ``trainable_modules()``, ``output_model()``, ``module_info(name)``
+    and ``_bind(inputs)``. Its ``__init__`` passes its arguments on (cooperatively, so ``Program``'s
+    ``super().__init__`` reaches ``Module``) and sets up the training state.
     """
 
-    stop_training: bool = False
-    _reward: Reward | None = None
-    _optimizer: Optimizer | None = None
-    _metrics: list[Reward] = []
-    _concurrency: int = DEFAULT_CONCURRENCY
-    _sync_facade: TrainerSync | None = None
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._init_training_state()
 
-    # -- provided by the program -------------------------------------------------------------
-    name: str
+    def _init_training_state(self) -> None:
+        """Give this program its own, empty training state (every attribute the trainer keeps)."""
+        if not isinstance(self, TrainableProgram):
+            raise TypeError(
+                f"{type(self).__name__} inherits Trainer but lacks what training needs "
+                "(name, call, trainable_modules, output_model, module_info, _bind)."
+            )
+        self._training = TrainingState()
+        self.stop_training = False
+        """Set by a callback (``EarlyStopping``) to end ``fit`` after the current epoch."""
+        self._sync_facade: TrainerSync | None = None
 
-    async def call(self, inputs: Any) -> Any:  # pragma: no cover - the program implements it
-        raise NotImplementedError
-
-    def trainable_modules(self) -> dict[str, Any]:  # pragma: no cover - the program implements it
-        raise NotImplementedError
-
-    def output_model(self) -> type[BaseModel]:  # pragma: no cover - the program implements it
-        raise NotImplementedError
-
-    def module_info(self, name: str) -> dict[str, Any]:  # pragma: no cover - the program implements it
-        raise NotImplementedError
+    @property
+    def _program(self) -> TrainableProgram:
+        """This object as the program it is (checked in :meth:`_init_training_state`)."""
+        return cast(TrainableProgram, self)
 
     # -- compile -----------------------------------------------------------------------------
     def compile(
@@ -104,57 +139,111 @@ class Trainer:
         """Set how the program is judged and trained.
 
         Args:
-            reward: a :class:`~kag.training.rewards.Reward`, a name (``"exact_match"``, ``"f1"``) or a
-                function ``(y_true, y_pred) -> float in [0, 1]`` (async allowed).
-            optimizer: a :mod:`kag.training.optimizers` optimizer or its name (default
-                ``BootstrapFewShot()``).
+            reward: a :class:`~kag.training.rewards.Reward`, a name (``"exact_match"``, ``"f1"``), a
+                config dict or a function ``(y_true, y_pred) -> float in [0, 1]`` (async allowed).
+            optimizer: a :mod:`kag.training.optimizers` optimizer, its name or a config dict
+                (default ``BootstrapFewShot()``; see :func:`~kag.training.optimizers.get_optimizer`).
             metrics: more rewards logged beside ``reward`` (names or rewards): ``["accuracy", "f1"]``.
             concurrency: the most program runs (hence model calls) in flight at once.
         """
-        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-            raise ConfigError(f"concurrency must be a positive integer, got {concurrency!r}.")
+        check_int(concurrency, name="concurrency")
         from kag.training.optimizers import BootstrapFewShot
 
-        self._reward = get_reward(reward)
-        self._optimizer = get_optimizer(optimizer) if optimizer is not None else BootstrapFewShot()
-        self._metrics = [get_reward(m, "metric") for m in metrics or ()]
-        names = [self._reward.name, *(m.name for m in self._metrics)]
+        chosen_reward = get_reward(reward)
+        chosen_metrics = [get_reward(m, "metric") for m in metrics or ()]
+        names = [chosen_reward.name, *(m.name for m in chosen_metrics)]
         if len(set(names)) != len(names) or "reward" in names[1:]:
             raise ConfigError(f"reward and metrics need distinct names (and no metric named 'reward'), got {names}.")
-        self._concurrency = concurrency
+        self._training = TrainingState(
+            reward=chosen_reward,
+            optimizer=get_optimizer(optimizer) if optimizer is not None else BootstrapFewShot(),
+            metrics=chosen_metrics,
+            concurrency=concurrency,
+        )
+
+    def get_compile_config(self) -> dict[str, Any] | None:
+        """The compile settings as JSON (``None`` before :meth:`compile`), as ``Program.save`` keeps them.
+
+        Raises:
+            ConfigError: a reward or optimizer that cannot be saved (a class defined in a function).
+        """
+        return compile_config(self._training)
+
+    def compile_from_config(
+        self, config: Mapping[str, Any], *, custom_objects: Mapping[str, Any] | None = None
+    ) -> None:
+        """Compile with settings :meth:`get_compile_config` wrote (``Program.load`` calls it).
+
+        ``custom_objects`` maps class names, import paths or function rewards' names to objects the
+        config names but cannot import. Raises :class:`~kag.errors.ConfigError` naming the setting
+        that cannot be rebuilt; call :meth:`compile` with it instead.
+        """
+        self.compile(**compile_arguments(config, custom_objects))
+
+    def _restore_compile_config(self, config: Any, custom_objects: Mapping[str, Any] | None) -> None:
+        """:meth:`compile_from_config` for a program being loaded: settings that cannot be rebuilt
+        leave it uncompiled rather than failing the load (as Keras does); why is logged and named by
+        the error of a later ``fit``."""
+        try:
+            self.compile_from_config(config, custom_objects=custom_objects)
+        except ConfigError as exc:
+            log.warning("program %r loaded uncompiled: %s", self._program.name, exc)
+            self._training = TrainingState(restore_error=str(exc))
 
     @property
     def compiled(self) -> bool:
         """Whether :meth:`compile` was called."""
-        return self._reward is not None
+        return self._training.compiled
 
     @property
     def optimizer(self) -> Optimizer | None:
         """The optimizer given to :meth:`compile`."""
-        return self._optimizer
+        return self._training.optimizer
+
+    @property
+    def reward(self) -> Reward | None:
+        """The reward given to :meth:`compile`."""
+        return self._training.reward
+
+    @property
+    def metrics(self) -> list[Reward]:
+        """The metrics given to :meth:`compile` (logged beside the reward)."""
+        return list(self._training.metrics)
 
     def _require_compiled(self, what: str) -> Reward:
-        if self._reward is None:
-            raise TrainingError(f"call program.compile(reward=..., optimizer=...) before {what}().")
-        return self._reward
+        reward = self._training.reward
+        if reward is None:
+            why = self._training.restore_error
+            hint = f" (the saved compile settings could not be restored: {why})" if why else ""
+            raise TrainingError(f"call program.compile(reward=..., optimizer=...) before {what}(){hint}.")
+        return reward
 
     # -- variables -----------------------------------------------------------------------------
+    def _held_variables(self) -> dict[str, Variable]:
+        """``{module name: variable}`` of the program's trainable modules, in module order."""
+        held: dict[str, Variable] = {}
+        for name, module in self._program.trainable_modules().items():
+            if module.variable is None:  # trainable_modules() lists only modules holding one
+                raise TrainingError(f"module {name!r} is listed as trainable but holds no variable.")
+            held[name] = module.variable
+        return held
+
     @property
     def trainable_variables(self) -> list[Variable]:
         """The variables optimizers may change, in module order."""
-        return [m.variable for m in self.trainable_modules().values() if m.variable.trainable]
+        return [variable for variable in self._held_variables().values() if variable.trainable]
 
     def get_variables(self) -> dict[str, dict[str, Any]]:
         """``{module name: variable config}`` of every module that holds a variable."""
-        return {name: module.variable.get_config() for name, module in self.trainable_modules().items()}
+        return {name: variable.get_config() for name, variable in self._held_variables().items()}
 
     def set_variables(self, values: Mapping[str, Any]) -> None:
         """Set variables from :meth:`get_variables` output (configs or :class:`Variable` objects)."""
-        modules = self.trainable_modules()
+        modules = self._program.trainable_modules()
         unknown = sorted(set(values) - set(modules))
         if unknown:
             raise ConfigError(
-                f"no trainable module named {unknown} in program {self.name!r}; it has {sorted(modules)}."
+                f"no trainable module named {unknown} in program {self._program.name!r}; it has {sorted(modules)}."
             )
         for name, value in values.items():
             variable = value if isinstance(value, Variable) else Variable.from_config(value, f"variables[{name!r}]")
@@ -162,7 +251,12 @@ class Trainer:
 
     def save_variables(self, path: str | os.PathLike[str]) -> Path:
         """Write the variables alone as versioned JSON (atomically: a reader never sees half a file)."""
-        document = {"format": FORMAT, "version": VERSION, "program": self.name, "variables": self.get_variables()}
+        document = {
+            "format": FORMAT,
+            "version": VERSION,
+            "program": self._program.name,
+            "variables": self.get_variables(),
+        }
         target = Path(path)
         try:
             return atomic_write_json(target, document)
@@ -175,67 +269,27 @@ class Trainer:
             document = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
             raise CheckpointError(f"cannot read variables from {str(path)!r}: {exc}") from exc
-        variables = check_variables_document(document, list(self.trainable_modules()), repr(str(path)))
+        variables = check_variables_document(document, list(self._program.trainable_modules()), repr(str(path)))
         self.set_variables(variables)
 
     def _candidate(self) -> Candidate:
-        return {name: module.variable.copy() for name, module in self.trainable_modules().items()}
+        """Copies of the current variables (what an optimizer changes and scores)."""
+        return {name: variable.copy() for name, variable in self._held_variables().items()}
 
     def _assign(self, candidate: Candidate) -> None:
-        modules = self.trainable_modules()
+        """Make ``candidate``'s variables the program's."""
+        modules = self._program.trainable_modules()
         for name, variable in candidate.items():
             modules[name].set_variable(variable)
 
     # -- data -------------------------------------------------------------------------------
     def _check_x(self, x: Any, what: str) -> list[Any]:
-        if isinstance(x, str | bytes | Mapping | BaseModel) or not isinstance(x, Sequence):
-            raise TrainingError(f"{what}: x must be a list of inputs (models or dicts), got {type(x).__name__}.")
-        if not x:
-            raise TrainingError(f"{what}: the dataset is empty; give at least one input.")
-        checked = list(x)
-        bind = getattr(self, "_bind", None)
-        if bind is not None:
-            for i, item in enumerate(checked):
-                try:
-                    bind(item)
-                except KagError as exc:
-                    raise TrainingError(f"{what}: x[{i}] does not fit the program's input: {exc}") from exc
-        return checked
+        """``x`` checked: a non-empty list whose every item fits the program's input."""
+        return check_inputs(x, what, self._program._bind)
 
     def _check_y(self, y: Any, n: int, what: str) -> list[dict[str, Any]]:
-        if y is None:
-            raise TrainingError(f"{what} needs labels: pass y=[expected output, ...] beside x.")
-        if isinstance(y, str | bytes | Mapping | BaseModel) or not isinstance(y, Sequence):
-            raise TrainingError(f"{what}: y must be a list of expected outputs, got {type(y).__name__}.")
-        if len(y) != n:
-            raise TrainingError(f"{what}: x has {n} inputs but y has {len(y)} labels; give one label per input.")
-        model = self.output_model()
-        fields = model.model_fields
-        checked: list[dict[str, Any]] = []
-        for i, label in enumerate(y):
-            if isinstance(label, BaseModel):
-                label = label.model_dump(mode="json", exclude_unset=True)
-            if not isinstance(label, Mapping) or not label:
-                raise TrainingError(
-                    f"{what}: y[{i}] must be a non-empty dict (or model) of {model.__name__} fields, got {label!r}."
-                )
-            row: dict[str, Any] = {}
-            for key, value in label.items():
-                if key not in fields:
-                    raise TrainingError(
-                        f"{what}: y[{i}] has field {key!r}, which the program's output {model.__name__} does not "
-                        f"have; its fields are {list(fields)}."
-                    )
-                try:
-                    pydantic.TypeAdapter(fields[key].annotation or Any).validate_python(value)
-                except pydantic.ValidationError as exc:
-                    first = exc.errors()[0]["msg"] if exc.errors() else str(exc)
-                    raise TrainingError(
-                        f"{what}: y[{i}] field {key!r} does not fit {model.__name__}.{key}: {first}."
-                    ) from exc
-                row[str(key)] = _as_json(value)
-            checked.append(row)
-        return checked
+        """``y`` checked: one label per input, of the program's output fields (as JSON dicts)."""
+        return check_labels(y, n, what, self._program.output_model())
 
     # -- running ------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -248,7 +302,7 @@ class Trainer:
         if teacher is None:
             yield
             return
-        modules = [m for m in self.trainable_modules().values() if hasattr(m, "language_model")]
+        modules = [m for m in self._program.trainable_modules().values() if isinstance(m, Teachable)]
         own = [m.language_model for m in modules]
         for module in modules:
             module.language_model = teacher
@@ -262,14 +316,14 @@ class Trainer:
         """One program run: (prediction as JSON or None, trace entries, error text or None)."""
         with tracing() as entries:
             try:
-                output = await self.call(item)
+                output = await self._program.call(item)
             except RewardError:
                 raise
             except KagError as exc:
                 return None, tuple(entries) if trace else (), f"{type(exc).__name__}: {exc}"
         if isinstance(output, list):
             raise TrainingError("training needs a program with a single output.")
-        return _as_json(output), tuple(entries) if trace else (), None
+        return as_json(output), tuple(entries) if trace else (), None
 
     async def _score_examples(
         self,
@@ -285,7 +339,7 @@ class Trainer:
         async def one(i: int) -> tuple[Outcome, dict[str, float]]:
             y_pred, entries, error = await self._run(x[i], trace)
             value = await reward(y[i], y_pred)
-            metric_values = {m.name: await m(y[i], y_pred) for m in self._metrics}
+            metric_values = {m.name: await m(y[i], y_pred) for m in self._training.metrics}
             return Outcome(i, y[i], y_pred, value, entries, error), metric_values
 
         return await _bounded(list(indices), one, concurrency)
@@ -298,93 +352,24 @@ class Trainer:
             [(found, _)] = await self._score_examples([outcome.index], x, y, trace=True, concurrency=1)
         return found
 
-    async def _explore(
-        self,
-        outcome: Outcome,
-        x: Sequence[Any],
-        y: Sequence[dict[str, Any]],
-        threshold: float,
-        budget: SearchBudget | None,
-        report: ExploreReport,
-    ) -> Outcome | None:
-        """The first run of a failed example that reaches ``threshold`` with one module's output
-        replaced: (with a ``budget``) by an output found from the label itself, checked against the
-        graph before any model runs, then by a variant of what it wrote. ``None``: none does. Costs
-        and learned aliases go into ``report``."""
-        modules = self.trainable_modules()
-        for entry in outcome.traces:
-            module = modules.get(entry.module)
-            if budget is not None and isinstance(module, FindsFromAnswer):
-                found = await self._from_answer(module, entry, outcome, x, y, threshold, budget, report)
-                if found is not None:
-                    return found
-            if isinstance(module, Varies):
-                for variant in module.output_variants(entry.output):
-                    found = await self._forced(outcome, x, y, {entry.module: variant})
-                    if found.reward >= threshold:
-                        return found
-        return None
-
-    async def _from_answer(
-        self,
-        module: FindsFromAnswer,
-        entry: TraceEntry,
-        outcome: Outcome,
-        x: Sequence[Any],
-        y: Sequence[dict[str, Any]],
-        threshold: float,
-        budget: SearchBudget,
-        report: ExploreReport,
-    ) -> Outcome | None:
-        """The simplest output found from the label whose whole run reaches ``threshold`` (at most
-        ``budget.confirm`` runs); the aliases it needs go into ``report``."""
-        search = await module.outputs_for_answer(entry.input, outcome.y_true, budget)
-        report.searches += search.searches
-        report.exhausted += search.exhausted is not None
-        for output, learned in zip(search.outputs[: budget.confirm], search.learned, strict=False):
-            found = await self._forced(outcome, x, y, {entry.module: output})
-            if found.reward >= threshold:
-                report.from_answer += 1
-                aliases = learned.get("aliases") or {}
-                if aliases:
-                    report.aliases.setdefault(entry.module, {}).update(aliases)
-                return found
-        return None
-
-    async def _check_aliases(self, aliases: dict[str, dict[str, dict[str, str]]]) -> None:
-        """Drop the learned aliases a module cannot keep (a name another entity already has): a
-        search that needed one is still a demo, the alias is not learned."""
-        modules = self.trainable_modules()
-        for name, found in aliases.items():
-            module = modules.get(name)
-            if not isinstance(module, FindsFromAnswer):
-                continue
-            for key in list(found):
-                try:
-                    await module.check_aliases({key: found[key]})
-                except TrainingError as exc:
-                    log.warning("%s: not learned: %s", name, exc)
-                    del found[key]
-
     def _summary(self, scored: Sequence[tuple[Outcome, dict[str, float]]], prefix: str = "") -> dict[str, Any]:
         n = len(scored)
         logs: dict[str, Any] = {f"{prefix}reward": sum(o.reward for o, _ in scored) / n if n else math.nan}
-        for metric in self._metrics:
+        for metric in self._training.metrics:
             logs[f"{prefix}{metric.name}"] = sum(m[metric.name] for _, m in scored) / n if n else math.nan
         logs[f"{prefix}errors"] = sum(1 for o, _ in scored if o.error is not None)
         return logs
 
     def _concurrency_of(self, concurrency: int | None) -> int:
+        """The concurrency given to a call, else the one given to :meth:`compile`."""
         if concurrency is None:
-            return self._concurrency
-        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-            raise ConfigError(f"concurrency must be a positive integer, got {concurrency!r}.")
-        return concurrency
+            return self._training.concurrency
+        return check_int(concurrency, name="concurrency")
 
     async def predict(self, x: Sequence[Any], *, concurrency: int | None = None) -> list[Any]:
         """The program's outputs for every input of ``x``, in order (at most ``concurrency`` at once)."""
         items = self._check_x(x, "predict")
-        return await _bounded(items, self.call, self._concurrency_of(concurrency))
+        return await _bounded(items, self._program.call, self._concurrency_of(concurrency))
 
     async def evaluate(
         self,
@@ -456,15 +441,54 @@ class Trainer:
             concurrency: the most program runs at once (default: the one given to ``compile``).
         """
         self._require_compiled("fit")
-        assert self._optimizer is not None
+        optimizer = self._training.optimizer
+        assert optimizer is not None  # compile sets both
         if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
             raise TrainingError(f"epochs must be a positive integer, got {epochs!r}.")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise TrainingError(f"batch_size must be a positive integer, got {batch_size!r}.")
+        data = self._fit_data(x, y, validation_split, validation_data)
+        workers = self._concurrency_of(concurrency)
+        steps = math.ceil(len(data.x) / batch_size)
+        history, callback_list = self._fit_callbacks(callbacks, verbose, epochs=epochs, steps=steps, data=data)
+        rng = random.Random(seed)
+        optimizer.reset()
+        optimizer_rng = random.Random(optimizer.seed if optimizer.seed is not None else (seed or 0))
+        scores = _CandidateScores(self, data, workers)
+        self.stop_training = False
+        logs: dict[str, Any] = {}
+        await callback_list.on_train_begin(logs)
+        for epoch in range(epochs):
+            await callback_list.on_epoch_begin(epoch, {})
+            order = list(range(len(data.x)))
+            if shuffle:
+                rng.shuffle(order)
+            logs = await self._train_epoch(order, data, batch_size, workers, optimizer, callback_list)
+            logs.update(await self._optimizer_step(epoch, optimizer, data, scores, optimizer_rng, workers))
+            if data.has_validation:
+                logs.update(self._summary(await scores.runs(self._candidate()), prefix="val_"))
+            await callback_list.on_epoch_end(epoch, logs)
+            if self.stop_training:
+                break
+        await callback_list.on_train_end(logs)
+        return history
+
+    # -- the steps of fit -----------------------------------------------------------------------
+    def _fit_data(
+        self,
+        x: Any,
+        y: Any,
+        validation_split: float | None,
+        validation_data: tuple[Sequence[Any], Sequence[Any]] | None,
+    ) -> FitData:
+        """The checked training data and its validation part.
+
+        ``validation_split`` holds out that fraction from the end of ``(x, y)``, before any
+        shuffling (as Keras does); ``validation_data`` is checked like the training data. Without
+        either there is no validation data and candidates are scored on the training data.
+        """
         items = self._check_x(x, "fit")
         labels = self._check_y(y, len(items), "fit")
-        val_x: list[Any] = []
-        val_y: list[dict[str, Any]] = []
         if validation_split is not None and validation_data is not None:
             raise TrainingError("give validation_split or validation_data, not both.")
         if validation_split is not None:
@@ -480,89 +504,113 @@ class Trainer:
                     f"validation_split={validation_split} of {len(items)} examples leaves an empty training or "
                     "validation set; use more data or another fraction."
                 )
-            items, val_x, labels, val_y = items[:cut], items[cut:], labels[:cut], labels[cut:]
-        elif validation_data is not None:
+            return FitData(items[:cut], labels[:cut], items[cut:], labels[cut:])
+        if validation_data is not None:
             if not isinstance(validation_data, tuple | list) or len(validation_data) != 2:
                 raise TrainingError("validation_data must be a pair (x_val, y_val).")
             val_x = self._check_x(validation_data[0], "fit (validation_data)")
             val_y = self._check_y(validation_data[1], len(val_x), "fit (validation_data)")
-        workers = self._concurrency_of(concurrency)
-        rng = random.Random(seed)
-        optimizer = self._optimizer
-        optimizer.reset()
-        optimizer_rng = random.Random(optimizer.seed if optimizer.seed is not None else (seed or 0))
-        score_x, score_y = (val_x, val_y) if val_x else (items, labels)
-        cache: dict[str, list[tuple[Outcome, dict[str, float]]]] = {}
+            return FitData(items, labels, val_x, val_y)
+        return FitData(items, labels, [], [])
 
-        async def scored(candidate: Candidate) -> list[tuple[Outcome, dict[str, float]]]:
-            key = json.dumps({n: v.get_config() for n, v in sorted(candidate.items())}, sort_keys=True)
-            if key not in cache:
-                saved = self._candidate()
-                self._assign(candidate)
-                try:
-                    cache[key] = await self._score_examples(
-                        range(len(score_x)), score_x, score_y, trace=False, concurrency=workers
-                    )
-                finally:
-                    self._assign(saved)
-            return cache[key]
-
-        async def score(candidate: Candidate) -> float:
-            return float(self._summary(await scored(candidate))["reward"])
-
-        async def explore(failed: Sequence[Outcome], threshold: float, budget: SearchBudget | None) -> ExploreReport:
-            report = ExploreReport(explored=len(failed))
-            with self._taught(optimizer.teacher):
-                found = await _bounded(
-                    list(failed), lambda o: self._explore(o, items, labels, threshold, budget, report), workers
-                )
-            report.found = [o for o in found if o is not None]
-            await self._check_aliases(report.aliases)
-            return report
-
+    def _fit_callbacks(
+        self, callbacks: Sequence[Callback] | None, verbose: int, *, epochs: int, steps: int, data: FitData
+    ) -> tuple[History, CallbackList]:
+        """The :class:`History` (always first) and the callbacks of one ``fit``, told the program and
+        the run's ``params`` (a progress bar added with ``verbose``)."""
         history = History()
         extra = [ProgressBar()] if verbose else []
         callback_list = CallbackList([history, *extra, *(callbacks or ())])
-        steps = math.ceil(len(items) / batch_size)
         callback_list.set_program(self)
         callback_list.set_params(
-            {"epochs": epochs, "steps": steps, "samples": len(items), "validation": bool(val_x), "verbose": verbose}
+            {
+                "epochs": epochs,
+                "steps": steps,
+                "samples": len(data.x),
+                "validation": data.has_validation,
+                "verbose": verbose,
+            }
         )
-        self.stop_training = False
-        logs: dict[str, Any] = {}
-        await callback_list.call("on_train_begin", logs)
-        for epoch in range(epochs):
-            await callback_list.call("on_epoch_begin", epoch, {})
-            order = list(range(len(items)))
-            if shuffle:
-                rng.shuffle(order)
-            done: list[tuple[Outcome, dict[str, float]]] = []
-            for step in range(steps):
-                await callback_list.call("on_batch_begin", step, {})
-                batch = order[step * batch_size : (step + 1) * batch_size]
-                with self._taught(optimizer.teacher):
-                    results = await self._score_examples(batch, items, labels, trace=True, concurrency=workers)
-                done.extend(results)
-                await optimizer.on_batch_end([outcome for outcome, _ in results])
-                await callback_list.call("on_batch_end", step, self._summary(done))
-            logs = self._summary(done)
-            context = OptimizerContext(
-                variables=self._candidate,
-                score=score,
-                assign=self._assign,
-                describe=self.module_info,
-                rng=optimizer_rng,
-                explore=explore,
+        return history, callback_list
+
+    async def _train_epoch(
+        self,
+        order: Sequence[int],
+        data: FitData,
+        batch_size: int,
+        workers: int,
+        optimizer: Optimizer,
+        callback_list: CallbackList,
+    ) -> dict[str, Any]:
+        """Run the training examples in ``order``, batch by batch, and return the epoch's logs.
+
+        Each batch runs traced (with the optimizer's teacher in place of the modules' models, if
+        it has one); the optimizer sees its outcomes, and ``on_batch_end`` the running means.
+        """
+        done: Scored = []
+        steps = math.ceil(len(order) / batch_size)
+        for step in range(steps):
+            await callback_list.on_batch_begin(step, {})
+            batch = order[step * batch_size : (step + 1) * batch_size]
+            with self._taught(optimizer.teacher):
+                results = await self._score_examples(batch, data.x, data.y, trace=True, concurrency=workers)
+            done.extend(results)
+            await optimizer.on_batch_end([outcome for outcome, _ in results])
+            await callback_list.on_batch_end(step, self._summary(done))
+        return self._summary(done)
+
+    async def _optimizer_step(
+        self,
+        epoch: int,
+        optimizer: Optimizer,
+        data: FitData,
+        scores: _CandidateScores,
+        rng: random.Random,
+        workers: int,
+    ) -> dict[str, Any]:
+        """Let the optimizer choose the variables for the next epoch; returns what it logged.
+
+        It proposes candidates and has them scored (``scores``: cached per candidate) and may
+        explore failed examples (:meth:`_explore_failures`); it assigns the best itself.
+        """
+        context = OptimizerContext(
+            variables=self._candidate,
+            score=scores.reward,
+            assign=self._assign,
+            describe=self._program.module_info,
+            rng=rng,
+            explore=lambda failed, threshold, budget: self._explore_failures(
+                failed, threshold, budget, data, optimizer.teacher, workers
+            ),
+        )
+        await optimizer.on_epoch_end(epoch, context)
+        return context.logs
+
+    async def _explore_failures(
+        self,
+        failed: Sequence[Outcome],
+        threshold: float,
+        budget: SearchBudget | None,
+        data: FitData,
+        teacher: Any,
+        workers: int,
+    ) -> ExploreReport:
+        """Rerun each failed training example with one module's output replaced (``rerun_failed``),
+        under the teacher; the runs that reach ``threshold`` and the aliases they need are reported
+        (aliases a module cannot keep are dropped)."""
+        report = ExploreReport(explored=len(failed))
+        with self._taught(teacher):
+            modules = self._program.trainable_modules()
+
+            async def forced(outcome: Outcome, outputs: dict[str, dict[str, Any]]) -> Outcome:
+                return await self._forced(outcome, data.x, data.y, outputs)
+
+            found = await _bounded(
+                list(failed), lambda o: rerun_failed(o, modules, forced, threshold, budget, report), workers
             )
-            await optimizer.on_epoch_end(epoch, context)
-            logs.update(context.logs)
-            if val_x:
-                logs.update(self._summary(await scored(self._candidate()), prefix="val_"))
-            await callback_list.call("on_epoch_end", epoch, logs)
-            if self.stop_training:
-                break
-        await callback_list.call("on_train_end", logs)
-        return history
+        report.found = [o for o in found if o is not None]
+        await check_aliases(report.aliases, self._program.trainable_modules())
+        return report
 
     # -- blocking facade -------------------------------------------------------------------------
     @property
@@ -579,7 +627,7 @@ class TrainerSync(SyncFacade[Trainer]):
 
     def __call__(self, inputs: Any) -> Any:
         """Run the program on ``inputs`` and wait for its output."""
-        return self._run(self._target.call(inputs))
+        return self._run(self._target._program.call(inputs))
 
     fit = blocking(Trainer.fit)
     evaluate = blocking(Trainer.evaluate)
