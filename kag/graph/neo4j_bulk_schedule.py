@@ -18,7 +18,8 @@ from typing import Any
 
 from kag.graph.base import NodeRecord, RelationRecord
 
-log = logging.getLogger(__name__)
+# the Neo4j store's logger (docs/development.md names it for retries and slow statements)
+log = logging.getLogger("kag.graph.neo4j")
 
 
 async def write_in_batches(

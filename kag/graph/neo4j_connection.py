@@ -51,7 +51,8 @@ from kag.graph.neo4j_blocking_driver import BlockingDriverAdapter
 from kag.validation import check_int, check_number
 
 T = TypeVar("T")
-log = logging.getLogger(__name__)
+# the Neo4j store's logger (docs/development.md names it for retries and slow statements)
+log = logging.getLogger("kag.graph.neo4j")
 READ_ONLY_CACHE_SIZE = 512  # query texts remembered as read-only
 SLOW_QUERY_SECONDS = 1.0  # statements at least this slow are logged at WARNING
 _RETRYABLE = (nx.ServiceUnavailable, nx.SessionExpired, nx.TransientError, OSError)
