@@ -55,6 +55,37 @@ def _lcs(a: str, b: str) -> int:
     return previous[-1]
 
 
+_MIN_ACRONYM = 2  # "UK": two letters still say two words
+_MAX_ACRONYM = 6
+_MIN_PART = 3  # a shortened name part keeps at least three letters ("Theo", "Liz")
+
+
+def abbreviates(span: Sequence[str], name: Sequence[str]) -> bool:
+    """Whether the words ``span`` name the same thing as the words ``name`` in a short or long form.
+
+    Two forms, both independent of the domain: an **acronym** (one word whose letters are the
+    initials of a name of two or more words, "bwf" for "blackwood wren films"), and a **name part
+    shortened or lengthened** (as many words, each the same or one a prefix of the other of at
+    least three letters, at least one the same: "theodore vance" for "theo vance").
+    """
+    if len(span) == 1 and len(name) >= 2:
+        letters = span[0]
+        initials = "".join(part[0] for part in name if part)
+        return _MIN_ACRONYM <= len(letters) <= _MAX_ACRONYM and letters.isalpha() and letters == initials
+    if len(span) != len(name) or len(span) < 2:
+        return False
+    same = changed = 0
+    for a, b in zip(span, name, strict=True):
+        if a == b:
+            same += 1
+            continue
+        short, long = sorted((a, b), key=len)
+        if len(short) < _MIN_PART or not long.startswith(short):
+            return False
+        changed += 1
+    return same >= 1 and changed >= 1
+
+
 def name_similarity(a: str, b: str) -> float:
     """Normalized InDel similarity of two name keys in [0, 1] (1.0: identical)."""
     if not a and not b:
@@ -129,6 +160,26 @@ class NameIndex:
         for entity_id, keys in self._keys.items():
             if keys and any(e == entity_id and label in allowed for e, label in self._by_key.get(keys[0], ())):
                 out.append((entity_id, keys[0]))
+        return sorted(out)
+
+    def abbreviated(self, text: str, labels: Sequence[str]) -> list[tuple[str, str, str]]:
+        """``(entity id, label, name key)`` of the entities of ``labels`` whose own name ``text`` is a
+        short or long form of (:func:`abbreviates`: "BWF" for Blackwood Wren Films, "Theodore Vance"
+        for Theo Vance), sorted.
+
+        For a text no name links exactly; scans the names of ``labels`` (a question's few
+        unlinked spans, not every write, pay for it).
+        """
+        span = words(text)
+        if not span:
+            return []
+        allowed = set(labels)
+        out = []
+        for entity_id, key in self.named(labels):
+            if abbreviates(span, key.split()):
+                out += [
+                    (e, label, key) for e, label in self._by_key.get(key, ()) if e == entity_id and label in allowed
+                ]
         return sorted(out)
 
     def keys_of(self, entity_id: str) -> tuple[str, ...]:

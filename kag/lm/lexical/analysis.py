@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from kag.lm.lexical.schema import NameLookup, _Schema
+from kag.lm.lexical.schema import NameListing, NameLookup, _Schema
 from kag.lm.lexical.text import (
     _COMPARE,
     _CONNECTORS,
@@ -23,7 +23,9 @@ from kag.lm.lexical.text import (
     ANY,
     comparison_op,
     synonyms,
+    verb_bases,
 )
+from kag.ranking.linking import abbreviates
 from kag.text import stem, words
 
 # -- what the question says ------------------------------------------------------------
@@ -144,6 +146,25 @@ class _NameIndex:
             return {lab: nm for r, lab, nm in close if r == best}, False
         return {}, False
 
+    async def abbreviation(self, gram: Sequence[str], labels: Sequence[str]) -> dict[str, str]:
+        """``{label: name}`` of the entities ``gram`` names in a short or long form (one per label)."""
+        found: dict[str, str] = {}
+        if self.table:
+            for key, entries in self.table.items():
+                if abbreviates(list(gram), key.split()):
+                    for label, name in entries:
+                        if label in labels:
+                            found.setdefault(label, name)
+        if not found and isinstance(self.kb, NameListing):
+            index = await self.kb.names()
+            matched = index.abbreviated(" ".join(gram), labels)
+            if len({entity_id for entity_id, _, _ in matched}) != 1:
+                return {}  # none, or ambiguous ("AB" for two names): no guess
+            for _, label, key in matched:
+                hits = await self.kb.similarity_search(label, key, k=1, threshold=0.0)
+                found.setdefault(label, hits[0].entity.search_text() if hits else key)
+        return found
+
 
 def _capitalized_mentions(question: str, labels: Sequence[str], vocab: set[str]) -> list[_Mention]:
     """Runs of capitalized words (not the first word) taken as names of unknown label."""
@@ -227,6 +248,36 @@ def _negation_at(tokens: Sequence[str]) -> int | None:
     return None
 
 
+_ACRONYM = re.compile(r"[A-Z]{2,6}")
+
+
+async def _abbreviation_mentions(
+    tokens: Sequence[str], raw: Sequence[str] | None, taken: list[bool], index: _NameIndex, labels: Sequence[str]
+) -> list[_Mention]:
+    """Names said in a short or long form the graph does not hold: an acronym written in capitals
+    ("BWF"), or a name of capitalized words one of which is shortened or lengthened ("Theodore Vance"
+    for Theo Vance). Only where the asker capitalizes (``raw``: the question's words as written)."""
+    if raw is None:
+        return []
+    found: list[_Mention] = []
+    for n in (3, 2, 1):
+        for i in range(len(tokens) - n + 1):
+            j = i + n
+            if any(taken[i:j]):
+                continue
+            if n == 1 and not _ACRONYM.fullmatch(raw[i]):
+                continue
+            if n > 1 and not all(r[:1].isupper() for r in raw[i:j]):
+                continue
+            names = await index.abbreviation(tokens[i:j], labels)
+            if names:
+                prev = tokens[i - 1] if i else ""
+                found.append(_Mention(i, j, names, False, prev in _PREPOSITIONS))
+                for p in range(i, j):
+                    taken[p] = True
+    return found
+
+
 async def _analyze(question: str, schema: _Schema, index: _NameIndex, max_ngram: int) -> _Analysis:
     tokens = words(question)
     stems = [stem(t) for t in tokens]
@@ -300,6 +351,8 @@ async def _analyze(question: str, schema: _Schema, index: _NameIndex, max_ngram:
                     mentions.append(_Mention(i, j, names, exact, prev in _PREPOSITIONS))
                     for p in range(i, j):
                         taken[p] = True
+    if index.available:
+        mentions += await _abbreviation_mentions(tokens, raw if cased is not None else None, taken, index, labels)
     if not mentions:
         # no known name (or no index): capitalized words are names the graph may not hold,
         # searched as such so that nothing unrelated is returned for them
@@ -325,7 +378,9 @@ async def _analyze(question: str, schema: _Schema, index: _NameIndex, max_ngram:
     for p, st in enumerate(stems):
         if p in covered:
             continue
-        forms = synonyms(st)
+        # a verb in another form than the relation's name ("directed" for Directs) is evidence too,
+        # but only for relations: "filmed" does not name the label Film
+        forms = (*synonyms(st), *verb_bases(st))
         field_words.extend((p, f) for f in forms)
         for label, rel in schema.relations.items():
             weight = max(rel.vocab.get(f, 0.0) for f in forms)

@@ -59,6 +59,7 @@ from kag.lm.lexical.analysis import _Analysis
 from kag.lm.lexical.answer import _Answer, _compose, _fill_object, _question
 from kag.lm.lexical.demos import Demo, adapt, best_demos, overrides_question, read_demos
 from kag.lm.lexical.gate import DEFAULT_FUZZY_RATIO, DEFAULT_MAX_NGRAM, ScopeGate
+from kag.lm.lexical.lexicon import demo_lexicon, with_lexicon
 from kag.lm.lexical.passages import read_results, results_from_data
 from kag.lm.lexical.schema import NameLookup, _Schema, _schema_from_json
 from kag.lm.lexical.scope import Scope, abstain_hop, out_of_schema
@@ -170,6 +171,9 @@ class LexicalLM(BaseLanguageModel):
             hops = await self._from_demos(demos, analysis, schema) if level == 0 else None
             if hops is None:
                 scope = await self._scope_of([(d.question, d.hops) for d in demos], schema) if demos else None
+                if demos:  # no demo fits whole: the words the demos use for their relations still count
+                    analysed = [(d.hops, await self._analysis_of(d.question, schema)) for d in demos]
+                    analysis = with_lexicon(analysis, demo_lexicon(analysed, schema))
                 hops = _rules(analysis, schema, level, scope)
             if is_chain:
                 return json.dumps({"hops": hops[: max(1, schema.max_hops)]})

@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from kag.datamodels.base import Entity
 from kag.datamodels.schema import GraphSchema
-from kag.lm.lexical.text import _REL_DESC, _STOPWORDS, ANY, _content_words
+from kag.lm.lexical.text import _REL_DESC, _STOPWORDS, ANY, _content_words, verb_bases
+from kag.ranking.linking import NameIndex
 from kag.text import split_identifier, stem
 
 # -- what the schema allows -----------------------------------------------------------
@@ -22,6 +23,16 @@ class NameLookup(Protocol):
 
     async def similarity_search(self, label: str, text: str, *, k: int = 10, threshold: float = 0.0) -> Sequence[Any]:
         """Hits with ``.entity`` and ``.score``, best first."""
+        ...
+
+
+@runtime_checkable
+class NameListing(Protocol):
+    """A :class:`NameLookup` that can also list every entity's names (a knowledge base can): then a
+    short or long form of a name ("BWF", "Theodore Vance") is linked too."""
+
+    async def names(self) -> NameIndex:
+        """The name keys of every entity."""
         ...
 
 
@@ -83,6 +94,8 @@ def _schema_from_json(json_schema: dict[str, Any], kb: NameLookup | None) -> _Sc
         for w in split_identifier(label):
             if w not in _STOPWORDS:
                 rel.vocab[stem(w)] = 1.0
+                for base in verb_bases(stem(w)):  # "DirectedBy" is asked "What did X direct?"
+                    rel.vocab.setdefault(base, 1.0)
         if graph is not None and label in graph.relations:
             model = graph.relations[label].model
             doc = model.__doc__ or ""

@@ -28,7 +28,7 @@ from typing import Any
 from kag.lm.lexical.analysis import _NEGATION_WORDS, _Analysis
 from kag.lm.lexical.schema import _Schema
 from kag.lm.lexical.search import _hop
-from kag.lm.lexical.text import _PREPOSITIONS, _STOPWORDS, _WH, _YES_NO, ANY, synonyms
+from kag.lm.lexical.text import _PREPOSITIONS, _STOPWORDS, _WH, _YES_NO, ANY, synonyms, verb_bases
 from kag.text import stem
 
 # words of a question that ask for nothing in particular ("What do you know about X?")
@@ -114,6 +114,8 @@ def unexplained(a: _Analysis, schema: _Schema, scope: Scope | None = None) -> li
     (nor an answerable demo, with ``scope``)."""
     covered = {p for m in a.mentions for p in range(m.start, m.end)}
     known = _explained(schema) | (scope.in_scope if scope is not None else frozenset())
+    label_words = {w for entries in schema.label_phrases.values() for phrase, _ in entries for w in phrase}
+    relation_words = {w for rel in schema.relations.values() for w in rel.vocab} - label_words
     out = []
     for p, token in enumerate(a.tokens):
         if p in covered or not _content_word(token):
@@ -121,6 +123,8 @@ def unexplained(a: _Analysis, schema: _Schema, scope: Scope | None = None) -> li
         st = stem(token)
         if st in _GENERIC or any(form in known for form in synonyms(st)) or _variant_of(st, known):
             continue
+        if any(base in relation_words for base in verb_bases(st)):
+            continue  # a relation's word as a verb ("headquartered" for "headquarters"); not a label's
         out.append(p)
     return out
 

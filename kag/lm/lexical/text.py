@@ -106,6 +106,22 @@ def synonyms(stemmed: str) -> tuple[str, ...]:
     return (stemmed, *_SYNONYMS.get(stemmed, ()))
 
 
+def verb_bases(word: str) -> tuple[str, ...]:
+    """The forms a past or -ing verb may come from: "directed" -> "direct"/"directe", "produced" ->
+    "produc"/"produce", "starring" -> "star", "studied" -> "study". Candidates, not a lemmatizer:
+    a form that is no word matches nothing, so only the right one ever counts."""
+    for suffix in ("ed", "ing"):
+        if len(word) > len(suffix) + 2 and word.endswith(suffix):
+            base = word[: -len(suffix)]
+            if suffix == "ed" and base.endswith("i"):
+                return (base[:-1] + "y",)
+            forms = [base, base + "e"]
+            if len(base) > 2 and base[-1] == base[-2] and base[-1] not in "aeiouls":
+                forms.append(base[:-1])  # a doubled consonant: "stopped", "starring"
+            return tuple(forms)
+    return ()
+
+
 # comparisons: "more than 5 million", "fewer than 2,000", "at least 3", "below 1.5 billion"
 # "after 2019" / "before 2000": a year (or any number) compared in time
 _MORE = r"more|greater|larger|bigger|higher|over|above|exceeding|longer|taller|older|after|later"
