@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from kag.errors import ConfigError, InvalidInputError
+from kag.errors import ConfigError, InvalidInputError, KagError
 
 MAX_K = 10_000
 """The largest ``k`` any search accepts: results beyond it are a scan, not a search."""
@@ -40,7 +40,7 @@ def check_int(
     name: str,
     minimum: int | None = 1,
     maximum: int | None = None,
-    error: type[InvalidInputError] | type[ConfigError] = ConfigError,
+    error: type[KagError] = ConfigError,
 ) -> int:
     """``value`` as an ``int`` within ``minimum..maximum`` (either bound may be ``None``).
 
@@ -59,7 +59,7 @@ def check_number(
     minimum: float | None = None,
     maximum: float | None = None,
     exclusive_minimum: bool = False,
-    error: type[InvalidInputError] | type[ConfigError] = ConfigError,
+    error: type[KagError] = ConfigError,
 ) -> float:
     """A finite ``int`` or ``float`` (not ``bool``) within the bounds, as a ``float``.
 

@@ -50,16 +50,7 @@ def read_units(chunk: Chunk, *, max_unit_chars: int, by_sentence: bool) -> list[
         found = chunk.text.find(group[0], cursor)
         offset = max(found, 0)
         cursor = offset + len(group[0])
-        units.append(
-            Chunk(
-                id=f"{chunk.id}#{i}",
-                document_id=chunk.document_id,
-                index=chunk.index,
-                text=text,
-                start=chunk.start + offset,
-                end=chunk.start + offset + len(text),
-            )
-        )
+        units.append(_unit(chunk, i, text, offset))
     return units
 
 
@@ -88,16 +79,7 @@ def _sentence_units(chunk: Chunk, parts: Sequence[str]) -> list[Chunk]:
         text = _with_antecedent(sentence, parts[i - 1] if i else None)
         offset = max(chunk.text.find(sentence, cursor), 0)
         cursor = offset + len(sentence)
-        units.append(
-            Chunk(
-                id=f"{chunk.id}#{i}",
-                document_id=chunk.document_id,
-                index=chunk.index,
-                text=text,
-                start=chunk.start + offset,
-                end=chunk.start + offset + len(text),
-            )
-        )
+        units.append(_unit(chunk, i, text, offset))
     return units
 
 
@@ -149,3 +131,15 @@ def passage_pieces(
                 entities.append({**entity, "name": name})
         pieces.append((unit.text, {"entities": entities, "relations": relations}))
     return pieces
+
+
+def _unit(chunk: Chunk, i: int, text: str, offset: int) -> Chunk:
+    """The ``i``-th read unit of ``chunk``: ``text``, found at ``offset`` in the chunk's text."""
+    return Chunk(
+        id=f"{chunk.id}#{i}",
+        document_id=chunk.document_id,
+        index=chunk.index,
+        text=text,
+        start=chunk.start + offset,
+        end=chunk.start + offset + len(text),
+    )

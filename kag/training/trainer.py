@@ -443,10 +443,8 @@ class Trainer:
         self._require_compiled("fit")
         optimizer = self._training.optimizer
         assert optimizer is not None  # compile sets both
-        if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
-            raise TrainingError(f"epochs must be a positive integer, got {epochs!r}.")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise TrainingError(f"batch_size must be a positive integer, got {batch_size!r}.")
+        check_int(epochs, name="epochs", error=TrainingError)
+        check_int(batch_size, name="batch_size", error=TrainingError)
         data = self._fit_data(x, y, validation_split, validation_data)
         workers = self._concurrency_of(concurrency)
         steps = math.ceil(len(data.x) / batch_size)
