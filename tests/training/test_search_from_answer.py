@@ -101,7 +101,11 @@ FACTS = {
 
 @pytest.fixture
 async def eco() -> kag.KnowledgeBase:
-    kb = kag.KnowledgeBase("memory://", entity_models=ENTITIES, relation_models=RELATIONS)
+    return await fill(kag.KnowledgeBase("memory://", entity_models=ENTITIES, relation_models=RELATIONS))
+
+
+async def fill(kb: kag.KnowledgeBase) -> kag.KnowledgeBase:
+    """The ecosystem's entities and facts, written into ``kb`` (memory here; Neo4j in tests/neo4j)."""
     packages = {name: Package(name=name, stars=stars) for name, stars in STARS.items()}
     people = {n: Person(name=n) for n in ("Ada Byrne", "Tomas Reyes")}
     licenses = {n: License(name=n) for n in ("MIT", "GPL")}
