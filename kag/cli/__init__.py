@@ -30,9 +30,9 @@ import argparse
 import asyncio
 import logging
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TextIO
+from typing import Any, TextIO
 
 from kag.cli.adopt import adopt_command
 from kag.cli.demo import demo_command
@@ -49,7 +49,7 @@ from kag.errors import KagError, UsageError
 
 __all__ = ["build_parser", "main"]
 
-_Command = Callable[[argparse.Namespace, TextIO, TextIO], Awaitable[int]]
+_Command = Callable[[argparse.Namespace, TextIO, TextIO], Coroutine[Any, Any, int]]
 
 # each command lives in the module named for it; the parser that declares them in kag.cli.parser
 _COMMANDS: dict[str, _Command] = {
