@@ -31,13 +31,16 @@ class SearchBudget:
     """The most one failed example may cost when outputs are searched from its answer.
 
     Args:
-        max_searches: searches run on the knowledge base (each a query, no model call).
-        deadline: seconds of searching.
+        max_searches: searches run on the knowledge base (each a query, no model call). The
+            budget that binds: the same count finds the same searches on every backend.
+        deadline: seconds of searching, a safety net only: a slow server (Neo4j on a busy machine
+            answers a search in 0.1-0.2 s, the memory store in a few ms) must not find less than
+            a fast one, or training would keep other demos on each.
         confirm: candidates confirmed by a whole program run (the simplest first).
     """
 
     max_searches: int = 400
-    deadline: float = 5.0
+    deadline: float = 60.0
     confirm: int = 3
 
     def __post_init__(self) -> None:
