@@ -50,7 +50,7 @@ from kag.knowledge.knowledge import Knowledge
 from kag.knowledge.tool import KnowledgeTool, RenderedContext, render_context
 from kag.lm.base import LanguageModel, Message
 from kag.lm.openai import OpenAICompatibleLM
-from kag.validation import check_k
+from kag.validation import check_int, check_k
 
 __all__ = ["Agent", "AgentSync", "RetrievalMode", "Telemetry"]
 
@@ -157,8 +157,7 @@ class Agent:
             raise ConfigError(f"llm must be a kag language model (with async generate()), got {type(llm).__name__}.")
         if k is not None:
             check_k(k, name="k")
-        if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 0:
-            raise ConfigError(f"max_steps must be an integer >= 0, got {max_steps!r}.")
+        check_int(max_steps, name="max_steps", minimum=0)
         if instructions is not None and not isinstance(instructions, str):
             raise ConfigError("instructions must be a string or None.")
         if tool_calling not in ("auto", "json"):

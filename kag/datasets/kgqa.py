@@ -25,6 +25,7 @@ from kag.datamodels.base import DataModel, Field
 from kag.errors import ConfigError
 from kag.examples.countries import countries_knowledge_base, load_countries
 from kag.knowledge.base import KnowledgeBase
+from kag.validation import check_int
 
 __all__ = ["TYPES", "Answer", "Query", "kgqa_records", "load_kgqa", "load_kgqa_graph"]
 
@@ -108,10 +109,9 @@ def load_kgqa(
         return_types: also return each question's type, as a third list in each split
             (``evaluate(..., groups=types)`` reports the reward per type).
     """
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ConfigError(f"seed must be an integer, got {seed!r}.")
-    if per_type is not None and (isinstance(per_type, bool) or not isinstance(per_type, int) or per_type < 2):
-        raise ConfigError(f"per_type must be an integer >= 2 (one for each split), got {per_type!r}.")
+    check_int(seed, name="seed", minimum=None)
+    if per_type is not None:
+        check_int(per_type, name="per_type (one for each split)", minimum=2)
     rng = random.Random(seed)
     groups: dict[str, list[dict[str, Any]]] = {}
     for row in kgqa_records(types):

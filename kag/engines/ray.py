@@ -50,6 +50,7 @@ from kag.programs.extractor import KnowledgeExtractor
 from kag.rag.embedders import Embedder
 from kag.rag.loaders import AutoLoader, Source
 from kag.rag.splitter import RecursiveCharacterSplitter
+from kag.validation import check_int
 from kag.version import pip_install
 
 __all__ = ["RayIngest", "require_ray"]
@@ -192,12 +193,9 @@ class RayIngest:
             ("concurrency", concurrency),
             ("write_batch", write_batch),
         ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{name} must be an integer >= 1, got {value!r}.")
-        if batch_size is not None and (
-            isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
-        ):
-            raise ConfigError(f"batch_size must be an integer >= 1, got {batch_size!r}.")
+            check_int(value, name=name)
+        if batch_size is not None:
+            check_int(batch_size, name="batch_size")
         if checkpoint_seconds < 0:
             raise ConfigError(f"checkpoint_seconds must be >= 0, got {checkpoint_seconds!r}.")
         self.knowledge = knowledge

@@ -29,6 +29,7 @@ from kag.errors import ConfigError
 from kag.graph.neo4j import Neo4jGraphStore
 from kag.graph.neo4j_anchor import STAMP
 from kag.query.cypher import quote
+from kag.validation import check_int
 
 # Neo4j property type names (as db.schema.*TypeProperties reports them) -> Python annotations
 _SCALARS = {
@@ -127,8 +128,8 @@ async def introspect(
     ``sample`` bounds how many relationships of each type are read to find endpoint labels
     (default: all).
     """
-    if sample is not None and (isinstance(sample, bool) or not isinstance(sample, int) or sample < 1):
-        raise ConfigError("sample must be a positive int (relationships read to find endpoint labels) or None.")
+    if sample is not None:
+        check_int(sample, name="sample (relationships read to find endpoint labels, or None)")
     if isinstance(target, Neo4jGraphStore):
         return await _describe(target, sample)
     uri = target if target is not None else _env_uri()

@@ -34,6 +34,7 @@ from kag.graph.neo4j import ENTITY, Neo4jGraphStore, plain_properties
 from kag.graph.neo4j_anchor import version_bump
 from kag.knowledge.base import KnowledgeBase
 from kag.query.cypher import IN_NAMESPACE, NAMESPACE, quote
+from kag.validation import check_int
 
 __all__ = ["AdoptReport", "embed_in_place"]
 
@@ -67,8 +68,7 @@ async def embed_in_place(kb: KnowledgeBase, *, batch_size: int = 500) -> AdoptRe
     store = kb.store
     if not isinstance(store, Neo4jGraphStore):
         raise ConfigError("embed_in_place() adopts nodes of a Neo4j graph; this knowledge base is not on Neo4j.")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}.")
+    check_int(batch_size, name="batch_size")
     await kb.ensure_ready()  # constraints and the per-label vector indexes exist first
     report = AdoptReport()
     for label in kb.schema.entity_labels:

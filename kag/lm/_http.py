@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 
 from kag.errors import ConfigError, LanguageModelError
+from kag.validation import check_int, check_number
 
 log = logging.getLogger(__name__)
 
@@ -154,10 +155,8 @@ class JSONHTTPClient:
         auth_hint: str = "check the credentials",
         not_found_hint: str = "check base_url",
     ) -> None:
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
-            raise ConfigError(f"timeout must be a positive number of seconds, got {timeout!r}.")
-        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
-            raise ConfigError(f"max_retries must be an integer >= 0, got {max_retries!r}.")
+        check_number(timeout, name="timeout (seconds)", minimum=0, exclusive_minimum=True)
+        check_int(max_retries, name="max_retries", minimum=0)
         if not isinstance(backoff_base, int | float) or backoff_base < 0:
             raise ConfigError(f"backoff_base must be >= 0 seconds, got {backoff_base!r}.")
         if client is not None and not isinstance(client, httpx.AsyncClient):

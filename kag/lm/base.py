@@ -21,9 +21,9 @@ from typing import Any, Literal, NotRequired, Protocol, Self, TypedDict, runtime
 import pydantic
 
 from kag.datamodels.schema import provider_schema
-from kag.errors import ConfigError, GenerationError, InvalidInputError, InvalidOutputError
+from kag.errors import GenerationError, InvalidInputError, InvalidOutputError
 from kag.lm.jsonschema_check import fill_defaults, validate_json_schema
-from kag.validation import loads_json
+from kag.validation import check_int, loads_json
 
 __all__ = [
     "BaseLanguageModel",
@@ -265,8 +265,7 @@ class BaseLanguageModel(abc.ABC):
     """
 
     def __init__(self, *, max_repairs: int = 2) -> None:
-        if isinstance(max_repairs, bool) or not isinstance(max_repairs, int) or max_repairs < 0:
-            raise ConfigError(f"max_repairs must be an integer >= 0, got {max_repairs!r}.")
+        check_int(max_repairs, name="max_repairs", minimum=0)
         self.max_repairs = max_repairs
         # tokens and seconds of every call (and of the last one), when the provider reports them
         self.usage: dict[str, float] = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0}

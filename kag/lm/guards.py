@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from kag.errors import InvalidInputError
+from kag.validation import check_int
 
 __all__ = [
     "NOT_FOUND_NOTE",
@@ -79,8 +80,7 @@ def bound_schema(schema: dict[str, Any], max_items: int) -> dict[str, Any]:
     Raises:
         InvalidInputError: ``max_items`` is not a positive integer.
     """
-    if isinstance(max_items, bool) or not isinstance(max_items, int) or max_items <= 0:
-        raise InvalidInputError(f"max_items must be a positive integer, got {max_items!r}.")
+    check_int(max_items, name="max_items", error=InvalidInputError)
     bounded = copy.deepcopy(schema)
 
     def visit(node: dict[str, Any]) -> None:

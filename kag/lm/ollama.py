@@ -11,6 +11,7 @@ import httpx
 from kag.errors import ConfigError, LanguageModelError
 from kag.lm._http import JSONHTTPClient, check_base_url, safe_url
 from kag.lm.base import BaseLanguageModel, InvalidOutputError, Message
+from kag.validation import check_number
 
 __all__ = ["OllamaLM"]
 
@@ -64,8 +65,7 @@ class OllamaLM(BaseLanguageModel):
         super().__init__(max_repairs=max_repairs)
         if not isinstance(model, str) or not model.strip():
             raise ConfigError("model must be a non-empty string such as 'llama3.1:8b'.")
-        if isinstance(temperature, bool) or not isinstance(temperature, int | float):
-            raise ConfigError(f"temperature must be a number, got {temperature!r}.")
+        check_number(temperature, name="temperature")
         if options is not None and not isinstance(options, Mapping):
             raise ConfigError(f"options must be a dict, got {type(options).__name__}.")
         if keep_alive is not None and (isinstance(keep_alive, bool) or not isinstance(keep_alive, str | int | float)):

@@ -17,6 +17,7 @@ import httpx
 from kag.errors import ConfigError, GenerationError, LanguageModelError
 from kag.lm._http import JSONHTTPClient, check_base_url, public_headers, safe_url
 from kag.lm.base import BaseLanguageModel, InvalidOutputError, Message
+from kag.validation import check_int, check_number
 
 __all__ = ["OpenAICompatibleLM", "strict_json_schema"]
 
@@ -144,12 +145,9 @@ class OpenAICompatibleLM(BaseLanguageModel):
         super().__init__(max_repairs=max_repairs)
         if not isinstance(model, str) or not model.strip():
             raise ConfigError("model must be a non-empty string such as 'gpt-4o-mini'.")
-        if isinstance(temperature, bool) or not isinstance(temperature, int | float):
-            raise ConfigError(f"temperature must be a number, got {temperature!r}.")
-        if max_tokens is not None and (
-            isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens <= 0
-        ):
-            raise ConfigError(f"max_tokens must be a positive integer or None, got {max_tokens!r}.")
+        check_number(temperature, name="temperature")
+        if max_tokens is not None:
+            check_int(max_tokens, name="max_tokens (or None)")
         self.model = model
         self.base_url = check_base_url(base_url)
         self.temperature = float(temperature)

@@ -61,7 +61,7 @@ from kag.text import split_identifier, stem
 from kag.training.explore import AnswerSearch, SearchBudget
 from kag.training.trace import forced_output, record
 from kag.training.variables import Demo, Variable
-from kag.validation import check_k, check_threshold
+from kag.validation import check_int, check_k, check_threshold
 
 log = logging.getLogger(__name__)
 
@@ -163,8 +163,7 @@ class KnowledgeRetriever(Module):
         if not callable(getattr(language_model, "generate", None)):
             raise ConfigError("language_model must implement kag.lm.LanguageModel (an async generate method).")
         assert language_model is not None
-        if isinstance(max_hops, bool) or not isinstance(max_hops, int) or not 1 <= max_hops <= MAX_HOPS:
-            raise ConfigError(f"max_hops must be an integer between 1 and {MAX_HOPS}, got {max_hops!r}.")
+        check_int(max_hops, name="max_hops", maximum=MAX_HOPS)
         try:
             self.k = check_k(k)
             self.threshold = check_threshold(threshold)

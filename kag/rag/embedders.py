@@ -18,6 +18,7 @@ import numpy as np
 
 from kag.errors import DimensionsUnknownError, EmbeddingError, InvalidInputError
 from kag.text import words
+from kag.validation import check_int
 
 
 @runtime_checkable
@@ -204,9 +205,8 @@ class CallableEmbedder:
             raise InvalidInputError("CallableEmbedder needs a callable fn or embed_documents=.")
         if embed_query is not None and not callable(embed_query):
             raise InvalidInputError("CallableEmbedder embed_query= must be callable.")
-        bad = isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1
-        if dimensions is not None and bad:
-            raise InvalidInputError("CallableEmbedder dimensions must be an int >= 1 (or None to learn it).")
+        if dimensions is not None:
+            check_int(dimensions, name="CallableEmbedder dimensions (or None to learn it)", error=InvalidInputError)
         self._fn = documents_fn
         self._query_fn = embed_query
         self._dimensions: int | None = dimensions
@@ -231,8 +231,7 @@ class CallableEmbedder:
 
     @dimensions.setter
     def dimensions(self, value: int) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InvalidInputError(f"dimensions must be a positive int, got {value!r}.")
+        check_int(value, name="dimensions", error=InvalidInputError)
         self._dimensions = value
 
     async def ensure_dimensions(self) -> int:

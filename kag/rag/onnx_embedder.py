@@ -22,6 +22,7 @@ import numpy as np
 from kag.errors import ConfigError, EmbeddingError, InvalidInputError
 from kag.rag.embedders import check_matrix
 from kag.runtime import available_cores
+from kag.validation import check_int
 from kag.version import pip_install
 
 __all__ = ["OnnxEmbedder"]
@@ -67,11 +68,10 @@ class OnnxEmbedder:
         n_threads: int | None = None,
         name: str | None = None,
     ) -> None:
-        for label, value in (("batch_size", batch_size), ("max_length", max_length)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{label} must be a positive integer, got {value!r}.")
-        if n_threads is not None and (isinstance(n_threads, bool) or not isinstance(n_threads, int) or n_threads < 1):
-            raise ConfigError(f"n_threads must be a positive integer or None, got {n_threads!r}.")
+        check_int(batch_size, name="batch_size")
+        check_int(max_length, name="max_length")
+        if n_threads is not None:
+            check_int(n_threads, name="n_threads (or None)")
         self.model_path = Path(model_path).expanduser()
         self.tokenizer_path = Path(tokenizer_path).expanduser()
         for what, path in (("model", self.model_path), ("tokenizer", self.tokenizer_path)):

@@ -26,6 +26,7 @@ import numpy as np
 
 from kag.errors import ConfigError, InvalidInputError
 from kag.files import sha256_file
+from kag.validation import check_int
 from kag.version import pip_install
 
 __all__ = ["WORDLLAMA_FILES", "WordLlamaEmbedder", "WordLlamaFiles"]
@@ -93,8 +94,7 @@ class WordLlamaEmbedder:
     def __init__(self, dimensions: int = 256, *, batch_size: int = 1024) -> None:
         if isinstance(dimensions, bool) or dimensions not in _ALLOWED_DIMENSIONS:
             raise ConfigError(f"WordLlamaEmbedder dimensions must be one of {_ALLOWED_DIMENSIONS}, got {dimensions!r}.")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}.")
+        check_int(batch_size, name="batch_size")
         self.dimensions = int(dimensions)
         self.batch_size = batch_size
         weights_path, tokenizer_path = _locate(WORDLLAMA_FILES)

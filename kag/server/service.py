@@ -46,7 +46,7 @@ from kag.server.specs import (
     parse_lm_spec,
     public_uri,
 )
-from kag.validation import check_k, check_threshold
+from kag.validation import check_int, check_k, check_threshold
 
 __all__ = ["HEALTH_SECONDS", "MAX_REQUEST_K", "AnswerOut", "QuestionIn", "Service", "redact_params"]
 
@@ -150,8 +150,7 @@ class Service:
         target = check_kb_uri(uri if uri is not None else default_kb_uri())
         lm_spec = lm if isinstance(lm, LMSpec) else parse_lm_spec(lm)
         check_lm_credentials(lm_spec)  # a missing key is said now, not after the first connection attempts
-        if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 50:
-            raise UsageError(f"--chunk-size must be an integer >= 50, got {chunk_size!r}.")
+        check_int(chunk_size, name="--chunk-size", minimum=50, error=UsageError)
         overlap = chunk_overlap if chunk_overlap is not None else min(150, chunk_size // 5)
         try:
             splitter = RecursiveCharacterSplitter(chunk_size, overlap)

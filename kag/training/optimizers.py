@@ -95,8 +95,8 @@ class Optimizer:
     name: ClassVar[str] = "optimizer"
 
     def __init__(self, *, seed: int | None = None, teacher: Any = None) -> None:
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-            raise ConfigError(f"seed must be an integer or None, got {seed!r}.")
+        if seed is not None:
+            check_int(seed, name="seed (or None)", minimum=None)
         if teacher is not None and not callable(getattr(teacher, "generate", None)):
             raise ConfigError(
                 f"teacher must be a language model (an object with an async generate()), got {type(teacher).__name__}."

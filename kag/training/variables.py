@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from kag.errors import ConfigError
+from kag.validation import check_int
 
 __all__ = ["FORMAT", "VERSION", "Demo", "TextEmbedder", "Variable"]
 
@@ -106,10 +107,8 @@ class Variable:
     _pool_vectors: np.ndarray | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.nearest is not None and (
-            isinstance(self.nearest, bool) or not isinstance(self.nearest, int) or self.nearest < 1
-        ):
-            raise ConfigError(f"nearest must be a positive integer or None, got {self.nearest!r}.")
+        if self.nearest is not None:
+            check_int(self.nearest, name="nearest (or None)")
         if self.instructions is not None and not isinstance(self.instructions, str | list):
             raise ConfigError("instructions must be a string, a list of strings, or None.")
         self.aliases = check_aliases(self.aliases, "aliases")

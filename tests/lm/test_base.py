@@ -338,7 +338,7 @@ def test_secrets_stay_out_of_repr_and_config_urls() -> None:
         ({"type": "openai", "model": "m", "colour": "red"}, r"Unknown key\(s\) \['colour'\]"),
         ({"type": "ollama"}, "needs a 'model'"),
         ({"type": "openai", "model": "m", "base_url": "ftp://x"}, "http:// or https://"),
-        ({"type": "openai", "model": "m", "timeout": 0}, "timeout must be a positive"),
+        ({"type": "openai", "model": "m", "timeout": 0}, r"timeout \(seconds\) must be a finite number > 0"),
         ({"type": "openai", "model": "m", "max_retries": -1}, "max_retries"),
         ("openai", "must be a dict"),
     ],

@@ -65,6 +65,7 @@ from kag.lm.lexical.schema import NameLookup, _Schema, _schema_from_json
 from kag.lm.lexical.scope import Scope, abstain_hop, out_of_schema
 from kag.lm.lexical.search import _finish, _search
 from kag.query.plan import plan_triplet_search
+from kag.validation import check_int, check_number
 
 
 class LexicalLM(BaseLanguageModel):
@@ -97,10 +98,8 @@ class LexicalLM(BaseLanguageModel):
         max_repairs: int = 2,
     ) -> None:
         super().__init__(max_repairs=max_repairs)
-        if isinstance(max_ngram, bool) or not isinstance(max_ngram, int) or not 1 <= max_ngram <= 12:
-            raise ConfigError(f"max_ngram must be an integer in [1, 12], got {max_ngram!r}.")
-        if isinstance(fuzzy_ratio, bool) or not isinstance(fuzzy_ratio, int | float) or not 0.5 <= fuzzy_ratio <= 1:
-            raise ConfigError(f"fuzzy_ratio must be a number in [0.5, 1], got {fuzzy_ratio!r}.")
+        check_int(max_ngram, name="max_ngram", maximum=12)
+        check_number(fuzzy_ratio, name="fuzzy_ratio", minimum=0.5, maximum=1)
         if knowledge_base is not None and not hasattr(knowledge_base, "similarity_search"):
             raise ConfigError("knowledge_base must provide similarity_search() and schema (a kag.KnowledgeBase does).")
         self.knowledge_base = knowledge_base
