@@ -83,13 +83,22 @@ def answer_texts(inputs: Iterable[Any]) -> list[str]:
     return texts + values
 
 
+# text a retriever adds to its inputs: not the question's words ("n0_id" is no number the question states)
+_RETRIEVED_TEXT = frozenset({"cypher"})
+
+
+def _own_texts(data: Mapping[str, Any]) -> list[str]:
+    """An input's own text fields (the question), not what a retriever added (its Cypher)."""
+    return [v for k, v in data.items() if isinstance(v, str) and k not in _RETRIEVED_TEXT]
+
+
 def _questions(items: Iterable[Any]) -> list[str]:
     """The inputs' own text fields (the question), not their facts."""
     out: list[str] = []
     for item in items:
         data = item.model_dump(mode="json") if isinstance(item, BaseModel) else item
         if isinstance(data, Mapping):
-            out.extend(v for v in data.values() if isinstance(v, str))
+            out.extend(_own_texts(data))
     return out
 
 
@@ -194,7 +203,7 @@ def named_values(inputs: Iterable[Any], *, asked_fields: bool = False) -> list[s
 
 def _said_words(data: Mapping[str, Any]) -> set[str]:
     """The lowercase words of an input's own text fields (the question), not of its facts."""
-    return {w for v in data.values() if isinstance(v, str) for w in re.findall(r"[a-z0-9]+", v.casefold())}
+    return {w for v in _own_texts(data) for w in re.findall(r"[a-z0-9]+", v.casefold())}
 
 
 def _single(search: Any) -> Any:
@@ -278,6 +287,7 @@ def fact_numbers(inputs: Iterable[Any]) -> list[int] | None:
         if isinstance(data.get("count"), int) and not isinstance(data.get("count"), bool):
             numbers.setdefault(data["count"], None)
         said = _said_words(data)
+        found: list[tuple[Mapping[str, Any], str, int]] = []
         for fact in data.get("facts") or ():
             if not isinstance(fact, Mapping):
                 continue
@@ -287,8 +297,22 @@ def fact_numbers(inputs: Iterable[Any]) -> list[int] | None:
                         if key in _NOT_VALUES or not isinstance(value, int) or isinstance(value, bool):
                             continue
                         if set(key.casefold().split("_")) <= said:
-                            numbers.setdefault(value, None)
+                            found.append((entity, key, value))
+        # "the population of Tokyo": Tokyo's population, not that of the country the search reached
+        owned = [value for entity, key, value in found if _says_field_of(_own_texts(data), key, entity)]
+        for value in owned or [value for _, _, value in found]:
+            numbers.setdefault(value, None)
     return list(numbers) if seen_facts else None
+
+
+def _says_field_of(texts: Iterable[str], key: str, entity: Mapping[str, Any]) -> bool:
+    """Whether a text says "<field> of <the entity's name>" ("the population of Tokyo")."""
+    name = _entity_name(entity)
+    if name is None:
+        return False
+    field = r"\s+".join(re.escape(w) for w in key.casefold().split("_"))
+    pattern = re.compile(rf"\b{field}\s+of\s+(?:the\s+)?{re.escape(name.casefold())}\b")
+    return any(pattern.search(text.casefold()) for text in texts)
 
 
 def counted(inputs: Iterable[Any]) -> int | None:

@@ -226,3 +226,32 @@ def test_a_text_answer_is_the_asked_names_or_a_value_of_a_field_the_question_nam
     assert asked("Which country is Tokyo in?") == ["Japan"]  # no field named: no value offered
     assert asked("What is the area km2 of Tokyo?") == ["2194"]
     assert answer_texts([{"query": "q", "search": search, "facts": [], "count": None}]) == []
+
+
+def test_the_number_and_text_asked_are_the_named_entitys_as_a_retriever_hands_them_over() -> None:
+    """A retriever's output carries its Cypher (digits, ``n0_id``) and both ends' properties: the answer
+    to "What is the population of Tokyo?" is Tokyo's population, not Japan's, and the Cypher's digits
+    are no number the question states (the packaged demo answered "Japan" with Japan's population)."""
+    from kag.programs.grounding import answer_texts, fact_numbers
+
+    tokyo = {"label": "City", "name": "Tokyo", "population": 9733276}
+    japan = {"label": "Country", "name": "Japan", "iso": "JP", "population": 126529100}
+    search = {
+        "subject_label": "City",
+        "subject_similarity_search": "Tokyo",
+        "relation_label": "*",
+        "object_label": "Country",
+        "object_similarity_search": "*",
+    }
+    retrieved = {
+        "query": "What is the population of Tokyo?",
+        "search": search,
+        "cypher": "MATCH (n0:`City`) WHERE n0.id IN $l0_0_ids RETURN n0.id AS n0_id LIMIT $k",
+        "facts": [{**fact("Tokyo", "Japan"), "subject": tokyo, "object": japan}],
+        "count": None,
+    }
+    assert fact_numbers([retrieved]) == [9733276]
+    assert answer_texts([retrieved]) == ["9733276"]
+    # no "<field> of <name>" in the question: every value of the named field is offered
+    either = {**retrieved, "query": "Which population figures are there?"}
+    assert fact_numbers([either]) == [9733276, 126529100]
