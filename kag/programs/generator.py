@@ -17,6 +17,7 @@ from kag.lm.guards import grounded_numbers, grounded_schema, grounded_text, whol
 from kag.programs.grounding import (
     answer_texts,
     asked_names,
+    asks_value,
     carries_facts,
     counted,
     fact_names,
@@ -326,6 +327,10 @@ class Generator(Module):
             target = whole_list_schema(
                 self.data_model.model_json_schema(), asked, fields=self._name_fields, empty=False
             )
+        if asked and asks_value(items):
+            # "What is the population of Tokyo?" asks a value, not a name: the names stay empty (the
+            # search's asked side, Japan, is a step on the way, not the answer)
+            target = whole_list_schema(self.data_model.model_json_schema(), [], fields=self._name_fields)
         numbers = fact_numbers(items) if self.grounded and self._number_fields else None
         count = counted(items) if numbers is not None and self._whole_answers() else None
         if numbers is not None:

@@ -26,6 +26,7 @@ from pydantic import BaseModel
 __all__ = [
     "answer_texts",
     "asked_names",
+    "asks_value",
     "carries_facts",
     "counted",
     "fact_names",
@@ -303,6 +304,22 @@ def fact_numbers(inputs: Iterable[Any]) -> list[int] | None:
         for value in owned or [value for _, _, value in found]:
             numbers.setdefault(value, None)
     return list(numbers) if seen_facts else None
+
+
+def asks_value(inputs: Iterable[Any]) -> bool:
+    """Whether a question asks for a value a fact states of an entity it names ("What is the
+    population of Tokyo?"): then no name answers it, whatever side the search asked for."""
+    for data in _answering(inputs):
+        texts = _own_texts(data)
+        for fact in data.get("facts") or ():
+            if not isinstance(fact, Mapping):
+                continue
+            for entity in [fact.get("subject"), fact.get("object")]:
+                if isinstance(entity, Mapping) and any(
+                    key not in _NOT_VALUES and _says_field_of(texts, key, entity) for key in entity
+                ):
+                    return True
+    return False
 
 
 def _says_field_of(texts: Iterable[str], key: str, entity: Mapping[str, Any]) -> bool:

@@ -232,7 +232,7 @@ def test_the_number_and_text_asked_are_the_named_entitys_as_a_retriever_hands_th
     """A retriever's output carries its Cypher (digits, ``n0_id``) and both ends' properties: the answer
     to "What is the population of Tokyo?" is Tokyo's population, not Japan's, and the Cypher's digits
     are no number the question states (the packaged demo answered "Japan" with Japan's population)."""
-    from kag.programs.grounding import answer_texts, fact_numbers
+    from kag.programs.grounding import answer_texts, asks_value, fact_numbers
 
     tokyo = {"label": "City", "name": "Tokyo", "population": 9733276}
     japan = {"label": "Country", "name": "Japan", "iso": "JP", "population": 126529100}
@@ -252,6 +252,8 @@ def test_the_number_and_text_asked_are_the_named_entitys_as_a_retriever_hands_th
     }
     assert fact_numbers([retrieved]) == [9733276]
     assert answer_texts([retrieved]) == ["9733276"]
+    # a value is asked, not a name: the generator leaves the names empty (not Japan, the asked side)
+    assert asks_value([retrieved]) and not asks_value([{**retrieved, "query": "Which country is Tokyo in?"}])
     # no "<field> of <name>" in the question: every value of the named field is offered
     either = {**retrieved, "query": "Which population figures are there?"}
     assert fact_numbers([either]) == [9733276, 126529100]
