@@ -190,19 +190,19 @@ def test_specs_and_configs_round_trip(tmp_path: Path) -> None:
 # -- constrained decoding ----------------------------------------------------------------
 
 
-@pytest.mark.timeout(900)  # 50 generations: about 130 s with the 2 cores shared, more under heavy load
-async def test_fifty_world_questions_give_valid_typed_searches_first_try(
-    lm: LlamaCppLM, retriever_messages: Any
-) -> None:
+@pytest.mark.timeout(900)  # 30 generations: about 80 s on 2 idle cores, more under heavy load
+async def test_world_questions_give_valid_typed_searches_first_try(lm: LlamaCppLM, retriever_messages: Any) -> None:
+    # the first three names of each of the 10 phrasings (every relation and flag stays in); the rate
+    # over all 50 is measured in benchmarks/bench_local_lm.py, not here
     schema = typed_triplet_search_schema(SCHEMA)
     searches = []
-    for question in world_questions():
+    for question in [q for i, q in enumerate(world_questions()) if i % 5 < 3]:
         # max_repairs=0: the first answer must already be valid, or generate raises
         search = await lm.generate(retriever_messages(Query(query=question)), schema, schema_name="triplet_search")
         check_search(search)
         searches.append(search)
     # the model really read the questions: it did not answer every one the same way
-    assert len({json.dumps(s, sort_keys=True) for s in searches}) > 10
+    assert len(searches) == 30 and len({json.dumps(s, sort_keys=True) for s in searches}) > 10
     assert {s["relation_label"] for s in searches} >= {"IsCapitalOf", "IsInContinent"}
 
 
