@@ -337,7 +337,9 @@ class Generator(Module):
             base = target if isinstance(target, dict) else self.data_model.model_json_schema()
             if count is None:
                 target = grounded_numbers(base, numbers, fields=self._number_fields)
-            else:  # the search counted: its count is the answer
+            else:  # the search counted: its count is the answer, in the number, not among the names
+                if self._name_fields:
+                    base = whole_list_schema(base, [], fields=self._name_fields)
                 target = grounded_numbers(base, [count], fields=self._number_fields, required=True)
         if self.grounded and self._text_fields and self._whole_answers() and carries_facts(items):
             # a small model's own sentence is where it invents ("Bologna" beside five German cities)

@@ -216,6 +216,8 @@ async def test_after_a_counting_search_a_constrained_answer_gives_the_count_neve
     assert result.number == 0 and len(lm.calls) == 2  # null was refused: zero found is an answer
     assert lm.calls[0]["schema"]["properties"]["number"]["anyOf"] == [{"type": "integer", "enum": [0]}]
     assert lm.calls[0]["schema"]["properties"]["answer"]["enum"] == ["0"]  # the count answers, as text too
+    # a count is no name: with a number field to hold it, the names stay empty (the demo printed ['5'])
+    assert lm.calls[0]["schema"]["properties"]["entities"]["enum"] == [[]]
     # facts that are not a count leave null allowed (the number is not what was asked)
     lm = ConstrainedScript([{"answer": "Zorvik, Quenta", "entities": ["Zorvik", "Quenta"], "number": None}])
     assert (await kag.Generator(data_model=Answer, language_model=lm)(CITIES)).number is None
