@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import types
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
@@ -165,15 +165,20 @@ class GraphSchema:
                 raise SchemaError(f"{relation.label}.{side} must be one of {list(allowed)}, got {ent.label!r}.")
             self.check_entity(ent)
 
-    def describe(self) -> str:
-        """A compact text description of the schema (for prompts)."""
+    def describe(self, relation_note: Callable[[type[Relation]], str] | None = None) -> str:
+        """A compact text description of the schema (for prompts).
+
+        ``relation_note``: a sentence said after each relation's arrow (the extraction prompt gives
+        the relation's docstring there), or nothing when it returns ``""``.
+        """
         lines = ["Entity labels:"]
         for label, model in self.entities.items():
             doc = (model.__doc__ or "").strip().splitlines()
             lines.append(f"- {label}" + (f": {doc[0]}" if doc and model.__doc__ != Entity.__doc__ else ""))
         lines.append("Relation labels (subject -> object):")
         for label, spec in self.relations.items():
-            lines.append(f"- {label}: {spec.arrow()}")
+            note = relation_note(spec.model) if relation_note is not None else ""
+            lines.append(f"- {label}: {spec.arrow()}" + (f". {note}" if note else ""))
         return "\n".join(lines)
 
 

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kag.datamodels.base import Entity, Relation
+from kag.datamodels.base import Relation
 from kag.datamodels.documents import Chunk
 from kag.datamodels.schema import GraphSchema, inline_refs, strict_schema
 from kag.errors import SchemaError
@@ -88,15 +88,7 @@ def relation_doc(model: type[Relation]) -> str:
 def describe_schema(schema: GraphSchema) -> str:
     """The schema as the extraction prompt gives it: each label with its docstring, each relation's
     direction and docstring (where a relation's inverse reading is written)."""
-    lines = ["Entity labels:"]
-    for label, model in schema.entities.items():
-        doc = (model.__doc__ or "").strip().splitlines()
-        lines.append(f"- {label}" + (f": {doc[0]}" if doc and model.__doc__ != Entity.__doc__ else ""))
-    lines.append("Relation labels (subject -> object):")
-    for label, spec in schema.relations.items():
-        said = relation_doc(spec.model)
-        lines.append(f"- {label}: {spec.arrow()}" + (f". {said}" if said else ""))
-    return "\n".join(lines)
+    return schema.describe(relation_note=relation_doc)
 
 
 def extraction_messages(system: str, chunk: Chunk, examples: Sequence[tuple[str, Mapping[str, Any]]]) -> list[Message]:
