@@ -323,14 +323,13 @@ class Generator(Module):
         asked = asked_names(items) if allowed is not None and self._whole_answers() else None
         if asked:
             # the search asked for one side and found these: the answer, not a choice for the model
-            # (saying "not found" is the retriever's call, see KnowledgeRetriever's abstain)
-            target = whole_list_schema(
-                self.data_model.model_json_schema(), asked, fields=self._name_fields, empty=False
-            )
-        if asked and asks_value(items):
+            # (saying "not found" is the retriever's call, see KnowledgeRetriever's abstain); but
             # "What is the population of Tokyo?" asks a value, not a name: the names stay empty (the
             # search's asked side, Japan, is a step on the way, not the answer)
-            target = whole_list_schema(self.data_model.model_json_schema(), [], fields=self._name_fields)
+            names = [] if asks_value(items) else asked
+            target = whole_list_schema(
+                self.data_model.model_json_schema(), names, fields=self._name_fields, empty=not names
+            )
         numbers = fact_numbers(items) if self.grounded and self._number_fields else None
         count = counted(items) if numbers is not None and self._whole_answers() else None
         if numbers is not None:
