@@ -282,7 +282,7 @@ async def _analyze(question: str, schema: _Schema, index: _NameIndex, max_ngram:
     tokens = words(question)
     stems = [stem(t) for t in tokens]
     vocab = _vocabulary(schema)
-    weak_vocab = vocab | {w for rel in schema.relations.values() for w in rel.vocab}
+    weak_vocab = vocab | schema.relation_words
     labels = schema.entity_labels
     compare = _find_compare(question)
     sup = _SUPERLATIVE.search(question)

@@ -31,8 +31,7 @@ relation's own name (1.0), so a relation the question names by its name still wi
 
 def demo_lexicon(demos: Sequence[tuple[Sequence[Mapping[str, Any]], _Analysis]], schema: _Schema) -> dict[str, str]:
     """``{stem: relation label}`` learned from ``(hops, analysis of the demo question)`` pairs."""
-    known = set(schema.field_vocab) | {w for rel in schema.relations.values() for w in rel.vocab}
-    known |= {w for entries in schema.label_phrases.values() for phrase, _ in entries for w in phrase}
+    known = schema.field_vocab | schema.relation_words | schema.label_words
     users: dict[str, set[str]] = defaultdict(set)
     for hops, a in demos:
         relations = {h.get("relation_label") for h in hops}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -57,6 +58,16 @@ class _Schema:
     numeric: dict[str, dict[str, frozenset[str]]] = field(default_factory=dict)
     # stems of every entity field's name and description: a question word among them asks for a property
     field_vocab: frozenset[str] = frozenset()
+
+    @functools.cached_property
+    def label_words(self) -> frozenset[str]:
+        """Every stem of every label's phrases ("city", a docstring's word for the label)."""
+        return frozenset(w for entries in self.label_phrases.values() for phrase, _ in entries for w in phrase)
+
+    @functools.cached_property
+    def relation_words(self) -> frozenset[str]:
+        """Every stem of every relation's vocabulary (its name, its verb forms, its docstring)."""
+        return frozenset(w for rel in self.relations.values() for w in rel.vocab)
 
 
 def _schema_from_json(json_schema: dict[str, Any], kb: NameLookup | None) -> _Schema:

@@ -44,13 +44,7 @@ _GENERIC = frozenset(
 
 def _explained(schema: _Schema) -> frozenset[str]:
     """Stems the schema accounts for: label words, relation vocabularies, entity field words."""
-    out: set[str] = set(schema.field_vocab)
-    for entries in schema.label_phrases.values():
-        for phrase, _ in entries:
-            out.update(phrase)
-    for rel in schema.relations.values():
-        out.update(rel.vocab)
-    return frozenset(out)
+    return schema.field_vocab | schema.label_words | schema.relation_words
 
 
 @dataclass(frozen=True)
@@ -114,8 +108,7 @@ def unexplained(a: _Analysis, schema: _Schema, scope: Scope | None = None) -> li
     (nor an answerable demo, with ``scope``)."""
     covered = {p for m in a.mentions for p in range(m.start, m.end)}
     known = _explained(schema) | (scope.in_scope if scope is not None else frozenset())
-    label_words = {w for entries in schema.label_phrases.values() for phrase, _ in entries for w in phrase}
-    relation_words = {w for rel in schema.relations.values() for w in rel.vocab} - label_words
+    relation_words = schema.relation_words - schema.label_words
     out = []
     for p, token in enumerate(a.tokens):
         if p in covered or not _content_word(token):
