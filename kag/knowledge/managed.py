@@ -17,6 +17,8 @@ outlives an event loop (one ``asyncio.run`` after another, an interrupted notebo
 
 from __future__ import annotations
 
+import asyncio
+
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -319,12 +321,18 @@ class ManagedIndex:
         kb, store, _, finder = self._parts()
         need_vector = ranking.mode != "keyword" or ranking.mmr_lambda is not None or facts
         qvec: np.ndarray | None = await embed_query(kb.embedder, query) if need_vector else None
-        if reranker is not None:
+
+        async def ranked_passages() -> list[SearchHit]:
+            if reranker is None:
+                return await rank_passages(store, ranking, query, qvec, k, scope, candidates)
             pool = await rank_passages(store, ranking, query, qvec, max(ranking.fetch_k, k), scope, candidates)
-            passages = await rerank_hits(reranker, query, pool, k)
-        else:
-            passages = await rank_passages(store, ranking, query, qvec, k, scope, candidates)
-        found = await finder.find(query, qvec, k, scope) if facts else []
+            return await rerank_hits(reranker, query, pool, k)
+
+        async def found_facts() -> list[SearchHit]:
+            return await finder.find(query, qvec, k, scope) if facts else []
+
+        # facts and passages are independent reads: side by side, not one after the other
+        found, passages = await asyncio.gather(found_facts(), ranked_passages())
         return found + passages
 
     # -- persistence ----------------------------------------------------------

@@ -11,6 +11,8 @@ are re-ranked by maximal marginal relevance (1.0 = relevance only).
 
 from __future__ import annotations
 
+import asyncio
+
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,8 +71,10 @@ async def rank_passages(
         scored = [(r, r.score) for r in rows]
     else:
         assert qvec is not None
-        vrows = await store.vector_search(qvec, fetch, scope, candidates=candidates)
-        krows = await store.keyword_search(query, fetch, scope)
+        # independent reads: side by side (on Neo4j each is a round trip, and a restarted server plans each slowly)
+        vrows, krows = await asyncio.gather(
+            store.vector_search(qvec, fetch, scope, candidates=candidates), store.keyword_search(query, fetch, scope)
+        )
         by_id = {r.chunk_id: r for r in vrows}
         missing = [r.chunk_id for r in krows if r.chunk_id not in by_id]
         if missing:  # exact vector scores for keyword-only candidates

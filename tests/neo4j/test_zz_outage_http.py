@@ -110,13 +110,14 @@ async def test_neo4j_killed_under_http_traffic(serve: tuple[str, str], neo4j_con
     resumed = None
     try:
         await asyncio.sleep(2.0)
-        killed = kill_server()
+        killed = await asyncio.to_thread(kill_server)  # in a thread: the traffic keeps running while it waits
         answered = bolt_answers_after(neo4j_config, killed + 0.5, stop)
         await asyncio.to_thread(start_server)
         for _ in range(1200):  # the restart returned; wait for the first search that works again
             await asyncio.sleep(0.1)
             if answered:
-                ok = [e for e in traffic.log if e[0] == "/search" and e[1] > answered[0] and e[3] == 200]
+                # the first search answered (200) after the server answered again, whenever it was sent
+                ok = [e for e in traffic.log if e[0] == "/search" and e[2] > answered[0] and e[3] == 200]
                 if ok:
                     resumed = min(e[2] for e in ok)
                     break
