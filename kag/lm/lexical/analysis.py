@@ -12,7 +12,6 @@ from kag.lm.lexical.text import (
     _COMPARE,
     _CONNECTORS,
     _COUNT,
-    _DESCENDING,
     _NEGATION,
     _PREPOSITIONS,
     _SCALE,
@@ -22,6 +21,7 @@ from kag.lm.lexical.text import (
     _YES_NO,
     ANY,
     comparison_op,
+    superlative_descending,
     synonyms,
     verb_bases,
 )
@@ -57,6 +57,7 @@ class _Superlative:
 
     descending: bool
     pos: int
+    word: str = ""  # as the question says it, lowercased ("oldest", "most recently")
 
 
 @dataclass
@@ -287,7 +288,13 @@ async def _analyze(question: str, schema: _Schema, index: _NameIndex, max_ngram:
     compare = _find_compare(question)
     sup = _SUPERLATIVE.search(question)
     superlative = (
-        _Superlative(sup.group(1).lower() in _DESCENDING, _token_index(question, sup.start())) if sup else None
+        _Superlative(
+            superlative_descending(sup.group(1), in_years=False),
+            _token_index(question, sup.start()),
+            " ".join(sup.group(1).lower().split()),
+        )
+        if sup
+        else None
     )
 
     # 1. entity mentions: longest exact n-grams first, then close spellings

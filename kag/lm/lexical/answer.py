@@ -87,6 +87,21 @@ def _searched_names(sections: dict[str, list[str]]) -> set[str]:
     return {name_key(t) for t in texts if isinstance(t, str) and t.strip() and t != "*"}
 
 
+def _ordered_side(sections: dict[str, list[str]]) -> str | None:
+    """``"subject"`` or ``"object"``: the side a one-hop search in the prompt orders (a superlative's answer)."""
+    raw = " ".join(sections.get("search", []))
+    try:
+        search = json.loads(raw) if raw.startswith("{") else None
+    except ValueError:
+        return None
+    hops = search.get("hops", [search]) if isinstance(search, dict) else []
+    if len(hops) != 1 or not isinstance(hops[0], dict):
+        return None
+    order = hops[0].get("order_by")
+    side = order.get("side") if isinstance(order, dict) else None
+    return side if side in ("subject", "object") else None
+
+
 def _relations_of(fact: _Fact) -> set[str]:
     """The relation labels a rendered fact names (``A -[R]-> B``)."""
     return {a or b for a, b in _ARROW.findall(fact.text)}
@@ -223,13 +238,15 @@ def _compose_facts(prompt: str, results: list[Result], question: str | None = No
                     )
     names: list[str] = []
     used: list[_Fact] = []
+    # "Which award is the oldest?": a search that orders one side asks for that side
+    ordered = _ordered_side(sections)
     for fact in facts:
         mentioned = [i for i, n in enumerate(fact.nodes) if named(n)]
         if mentioned:
             far = max(range(len(fact.nodes)), key=lambda i: (min(abs(i - m) for m in mentioned), -i))
             pick = None if far in mentioned else fact.nodes[far]
         else:
-            pick = fact.nodes[0]
+            pick = fact.nodes[-1] if ordered == "object" else fact.nodes[0]
         if pick is not None and pick not in names:
             names.append(pick)
             used.append(fact)

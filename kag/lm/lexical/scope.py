@@ -107,6 +107,8 @@ def unexplained(a: _Analysis, schema: _Schema, scope: Scope | None = None) -> li
     """Token positions of content words that no name, label, relation or field of the schema explains
     (nor an answerable demo, with ``scope``)."""
     covered = {p for m in a.mentions for p in range(m.start, m.end)}
+    if a.superlative is not None:  # "most recently": the superlative's own words order, they ask for nothing
+        covered.update(range(a.superlative.pos, a.superlative.pos + max(1, len(a.superlative.word.split()))))
     known = _explained(schema) | (scope.in_scope if scope is not None else frozenset())
     relation_words = schema.relation_words - schema.label_words
     out = []

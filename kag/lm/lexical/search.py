@@ -7,7 +7,7 @@ from typing import Any
 
 from kag.lm.lexical.analysis import _Analysis, _Mention
 from kag.lm.lexical.schema import _Schema
-from kag.lm.lexical.text import _WEAK_SYNONYMS, ANY
+from kag.lm.lexical.text import _WEAK_SYNONYMS, ANY, holds_year, superlative_descending
 
 # -- from analysis to a search ----------------------------------------------------------
 
@@ -403,7 +403,10 @@ def _attach_numbers(hops: list[dict[str, Any]], a: _Analysis, schema: _Schema) -
     if a.superlative is not None and "order_by" in schema.hop_fields:
         name = _field(a, schema, label, a.superlative.pos)
         if name is not None:
-            direction = "desc" if a.superlative.descending else "asc"
+            in_years = holds_year(schema.numeric.get(label, {}).get(name, frozenset()))
+            word = a.superlative.word
+            descending = superlative_descending(word, in_years) if word else a.superlative.descending
+            direction = "desc" if descending else "asc"
             hop["order_by"] = {"side": side, "field": name, "direction": direction}
             hop["limit"] = 1
     return hops

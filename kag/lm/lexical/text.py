@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from kag.text import stem, words
 
@@ -133,11 +134,39 @@ _COMPARE = re.compile(
 )
 _SCALE = {"thousand": 1e3, "k": 1e3, "million": 1e6, "billion": 1e9, "bn": 1e9}
 _SUPERLATIVE = re.compile(
-    r"\b(most|least|fewest|largest|biggest|smallest|highest|lowest|greatest|longest|shortest|tallest|"
-    r"oldest|youngest)\b",
+    r"\b(most\s+recent(?:ly)?|least\s+recent(?:ly)?|most|least|fewest|largest|biggest|smallest|highest|lowest|"
+    r"greatest|longest|shortest|tallest|oldest|youngest|newest|latest|earliest)\b",
     re.IGNORECASE,
 )
 _DESCENDING = frozenset({"most", "largest", "biggest", "highest", "greatest", "longest", "tallest", "oldest"})
+# superlatives said in time: on a field that holds a year they order by the year itself
+_LATEST_IN_TIME = frozenset({"newest", "latest", "youngest", "most recent", "most recently"})
+_EARLIEST_IN_TIME = frozenset({"oldest", "earliest", "least recent", "least recently"})
+# words naming a field that holds a year (of birth, founding, release...), its name or its description
+_YEAR_FIELD_WORDS = frozenset(
+    {"year", "born", "birth", "founded", "established", "release", "released", "built", "opened", "started", "since"}
+)
+
+
+def holds_year(field_words: Iterable[str]) -> bool:
+    """Whether a numeric field named and described by ``field_words`` holds a year ("born", "Year founded")."""
+    return any(w in _YEAR_FIELD_WORDS for w in field_words)
+
+
+def superlative_descending(word: str, in_years: bool) -> bool:
+    """Whether the superlative ``word`` keeps the largest value of its field.
+
+    On a field holding a year the words of time order by the year: "the oldest director" has the
+    smallest year of birth and "the studio founded most recently" the largest year founded, while on
+    any other field "oldest" keeps the largest value (an age) as "largest" does.
+    """
+    w = " ".join(word.lower().split())
+    if in_years and w in _LATEST_IN_TIME:
+        return True
+    if in_years and w in _EARLIEST_IN_TIME:
+        return False
+    # plain sense: an age ("youngest" keeps the smallest), a date kept as any number ("newest" the largest)
+    return w in _DESCENDING or (w in _LATEST_IN_TIME and w != "youngest")
 
 
 def comparison_op(phrase: str) -> str:
