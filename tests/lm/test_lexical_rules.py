@@ -86,6 +86,26 @@ async def test_a_verb_relation_asks_for_the_side_the_named_entity_is_not_on(arch
     assert a.target == "Film"
 
 
+async def test_a_relation_verb_before_a_label_noun_asks_for_its_other_side(archive: kag.KnowledgeBase) -> None:
+    # "films" names Film, but "who directed" the films asks for the other side of DirectedBy
+    a, _ = await analysis(archive, "Who directed the films Dae-jung Park has been in?")
+    assert a.target == "Director"
+    a, _ = await analysis(archive, "Who directed the film Signal Lost?")
+    assert a.target == "Director"
+    # a label noun right after the question word is still what is asked
+    a, _ = await analysis(archive, "Which films did Hana Seo direct?")
+    assert a.target == "Film"
+    # and the whole question is searched as a chain through the films
+    retriever = kag.KnowledgeRetriever(archive, kag.LexicalLM(knowledge_base=archive), max_hops=2)
+
+    class Q(kag.DataModel):
+        query: str
+
+    found = await retriever(Q(query="Who directed the films Dae-jung Park has been in?"))
+    assert [h["relation_label"] for h in found.search["hops"]] == ["ActedIn", "DirectedBy"]
+    assert {f.path[-1]["name"] for f in found.facts} == {"Desmond Okoro"}  # who directed Signal Lost
+
+
 async def test_before_and_after_compare_numbers(archive: kag.KnowledgeBase) -> None:
     lm = kag.LexicalLM(knowledge_base=archive)
     retriever = kag.KnowledgeRetriever(archive, lm, max_hops=2)

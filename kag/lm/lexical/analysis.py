@@ -401,7 +401,7 @@ async def _analyze(question: str, schema: _Schema, index: _NameIndex, max_ngram:
     for pos, label, _weight in label_hits:
         window = tokens[max(0, pos - 3) : pos]
         if any(w in _WH or w == "many" for w in window):
-            target = label
+            target = _across_verb(pos, label, rel_positions, schema) or label
             break
     if target is None:
         # "What are the capitals of ...", "How many neighbours ...": the asked word names a
@@ -428,6 +428,25 @@ async def _analyze(question: str, schema: _Schema, index: _NameIndex, max_ngram:
         field_words=field_words,
         label_at={pos: label for pos, label, weight in sorted(label_hits, key=lambda h: h[2])},
     )
+
+
+def _across_verb(pos: int, label: str, rel_positions: Mapping[str, list[int]], schema: _Schema) -> str | None:
+    """The label asked for across a relation verb between the question word and a label noun.
+
+    "Who directed the films X acted in?": "films" names ``Film``, but the question asks who directed
+    them, the other side of ``Film -[DirectedBy]-> Director``. Only a relation word in the two
+    positions before the noun counts ("who directed the"), and only a relation with one label on
+    the other side.
+    """
+    for r, positions in rel_positions.items():
+        if not any(pos - 3 <= p < pos for p in positions):
+            continue
+        rel = schema.relations[r]
+        if label in rel.subj and len(rel.obj) == 1 and label not in rel.obj:
+            return rel.obj[0]
+        if label in rel.obj and len(rel.subj) == 1 and label not in rel.subj:
+            return rel.subj[0]
+    return None
 
 
 def _relation_noun_target(
