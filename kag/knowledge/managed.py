@@ -18,7 +18,6 @@ outlives an event loop (one ``asyncio.run`` after another, an interrupted notebo
 from __future__ import annotations
 
 import asyncio
-
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any

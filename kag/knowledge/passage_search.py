@@ -12,7 +12,6 @@ are re-ranked by maximal marginal relevance (1.0 = relevance only).
 from __future__ import annotations
 
 import asyncio
-
 from dataclasses import dataclass
 from typing import Any
 

@@ -7,6 +7,9 @@ import pytest
 
 import kag
 from kag.datasets import Answer, Query, load_kgqa_graph
+from kag.lm.lexical.schema import _schema_from_json
+from kag.lm.lexical.scope import out_of_schema, unexplained
+from kag.query.triplet import triplet_chain_schema
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -59,3 +62,25 @@ async def test_the_last_word_of_the_asked_noun_phrase_decides_its_scope(program)
     assert result.entities == [] and result.facts == [], result.search
     # a schema noun last still answers
     assert (await program(Query(query="What is the capital city of Honduras?"))).entities == ["Tegucigalpa"]
+
+
+async def test_a_noun_phrase_closed_by_a_helper_verb_asks_for_its_last_word(program) -> None:
+    # "country club" runs into "did": the phrase is closed there, and "club" is nothing the schema holds
+    result = await program(Query(query="Which country club did Honduras open first?"))
+    assert result.entities == [] and result.facts == [], result.search
+    # a schema noun last still answers ("currency" of "Which currency does ... use")
+    assert (await program(Query(query="Which official currency does Honduras use?"))).entities == ["Lempira"]
+
+
+async def test_a_docstring_word_that_is_another_verbs_past_form_explains_no_verb() -> None:
+    # Borders' docstring says it is "found from either end": "found" (of "find") does not make
+    # "founded" a relation's word, so the question asks for nothing the schema holds
+    kb = await load_kgqa_graph()
+    lm = kag.LexicalLM(knowledge_base=kb)
+    schema = _schema_from_json(triplet_chain_schema(kb.schema, 2), kb)
+    a = await lm.gate.analysis("Who founded Comoros?", schema)
+    assert [a.tokens[p] for p in unexplained(a, schema)] == ["founded"]
+    assert out_of_schema(a, schema)
+    # a relation's own word in a verb form still explains it
+    a = await lm.gate.analysis("Which countries are bordered by Kenya?", schema)
+    assert unexplained(a, schema) == [] and not out_of_schema(a, schema)

@@ -118,10 +118,15 @@ def unexplained(a: _Analysis, schema: _Schema, scope: Scope | None = None) -> li
         st = stem(token)
         if st in _GENERIC or any(form in known for form in synonyms(st)) or _variant_of(st, known):
             continue
-        if any(base in relation_words for base in verb_bases(st)):
+        if any(base in relation_words and base not in _PAST_FORMS for base in verb_bases(st)):
             continue  # a relation's word as a verb ("headquartered" for "headquarters"); not a label's
         out.append(p)
     return out
+
+
+# words that are also another verb's past form: a docstring's "found" (from "find") says nothing of
+# "founded", nor its "left" of "lefted"; such a base is no evidence that a verb form is the relation's
+_PAST_FORMS = frozenset({"found", "ground", "wound", "bound", "left", "saw", "lay", "fell", "bore", "spoke"})
 
 
 def _variant_of(st: str, known: frozenset[str]) -> bool:
@@ -177,8 +182,12 @@ def _nouns(a: _Analysis, head: list[int]) -> list[int]:
     the question's end closes it (a noun phrase: "the first king of", where "first" may be a schema
     word), else all of them ("Which packages share ...": the phrase ran on into the verb)."""
     after = head[-1] + 1
-    closed = after >= len(a.tokens) or a.tokens[after] in _PREPOSITIONS
+    closed = after >= len(a.tokens) or a.tokens[after] in _PREPOSITIONS or a.tokens[after] in _AUXILIARIES
     return head[-1:] if closed else head
+
+
+# a verb's helper after a noun phrase closes it: "Which film school did X attend?" asks for a school
+_AUXILIARIES = frozenset({"did", "does", "do", "has", "have", "had", "is", "are", "was", "were", "can", "will"})
 
 
 def superlative_head(a: _Analysis) -> list[int]:
