@@ -70,3 +70,23 @@ def stem(word: str) -> str:
     if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
         return word[:-1]
     return word
+
+
+# words that ask for a negation or a count: the offline model reads them, and programs under a grammar
+# let a small model set a search's ``negated`` / ``count`` only where the question says one
+NEGATION_CUES = re.compile(
+    r"\b(not|no|none|without|never|neither|nor|outside|except|excluding|besides)\b|\bother\s+than\b|"
+    r"\bapart\s+from\b|n't\b",
+    re.IGNORECASE,
+)
+COUNT_CUES = re.compile(r"\bhow\s+many\b|\bnumber\s+of\b|\bcount\b|\bhow\s+much\b", re.IGNORECASE)
+
+
+def says_negation(text: str) -> bool:
+    """Whether ``text`` holds a word of negation ("not", "without", "other than", "outside", "n't")."""
+    return NEGATION_CUES.search(text) is not None
+
+
+def says_count(text: str) -> bool:
+    """Whether ``text`` asks for a number of things ("how many", "number of", "count")."""
+    return COUNT_CUES.search(text) is not None

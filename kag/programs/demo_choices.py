@@ -9,13 +9,24 @@ similarity texts a search may quote are the inputs' own strings (:func:`input_te
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel
 
+from kag.text import says_count, says_negation
 from kag.training.variables import Demo
 
-__all__ = ["SIMILARITY_FIELDS", "demo_chain_choices", "demo_choices", "demo_hops", "input_texts", "quoted"]
+__all__ = [
+    "SIMILARITY_FIELDS",
+    "demo_chain_choices",
+    "demo_choices",
+    "demo_hops",
+    "grounded_flags",
+    "input_texts",
+    "quoted",
+    "without_defaults",
+]
 
 SIMILARITY_FIELDS = ("subject_similarity_search", "object_similarity_search")
 
@@ -34,6 +45,21 @@ def demo_choices(demos: Sequence[Demo], spans: Sequence[str] | None = None) -> d
     demo fills is one of ``spans``, and one every demo leaves ``"*"`` stays ``"*"``.
     """
     return _hop_choices([h for demo in demos for h in demo_hops(demo)], spans)
+
+
+def grounded_flags(texts: Sequence[str], demos: Sequence[Demo]) -> dict[str, list[Any]]:
+    """The logic flags a search may not set for these input ``texts``: ``{"negated": [False]}`` where
+    no text says a negation ("not", "without", "other than", ...) and no shown demo negates, the same
+    for ``count`` ("how many", "number of"). A small model under a grammar otherwise sets them at
+    random ("Who maintains quasar?" searched negated); a demo that negates a question without such a
+    word ("anything but X") still lets the model negate."""
+    hops = [h for demo in demos for h in demo_hops(demo)]
+    fixed: dict[str, list[Any]] = {}
+    if not any(says_negation(t) for t in texts) and not any(h.get("negated") for h in hops):
+        fixed["negated"] = [False]
+    if not any(says_count(t) for t in texts) and not any(h.get("count") for h in hops):
+        fixed["count"] = [False]
+    return fixed
 
 
 def demo_chain_choices(demos: Sequence[Demo], spans: Sequence[str]) -> list[dict[str, list[Any]]] | None:
@@ -76,3 +102,19 @@ def input_texts(items: Sequence[Any]) -> list[str]:
         values = data.values() if isinstance(data, Mapping) else [data]
         texts.extend(v for v in values if isinstance(v, str))
     return texts
+
+
+def without_defaults(demo: Demo, defaults: Mapping[str, Any]) -> Demo:
+    """``demo`` with the search fields in ``defaults`` dropped where they hold that default."""
+
+    def prune(pattern: Any) -> Any:
+        if not isinstance(pattern, Mapping):
+            return pattern
+        return {k: v for k, v in pattern.items() if not (k in defaults and v == defaults[k])}
+
+    output = dict(demo.output)
+    if isinstance(output.get("hops"), list):
+        output["hops"] = [prune(h) for h in output["hops"]]
+    else:
+        output = prune(output)
+    return demo if output == demo.output else replace(demo, output=output)

@@ -25,8 +25,10 @@ from kag.programs.demo_choices import (
     demo_chain_choices,
     demo_choices,
     demo_hops,
+    grounded_flags,
     input_texts,
     quoted,
+    without_defaults,
 )
 from kag.programs.generator import Example, join_instructions, schema_sections
 from kag.programs.module import (
@@ -305,7 +307,7 @@ class KnowledgeRetriever(Module):
         join_instructions(variable.instructions)
         typed, full = self._schema_kind()
         unwritable = {name: TripletSearch.model_fields[name].default for name in EXTENDED_FIELDS if typed and not full}
-        fitted = [_without_defaults(demo, unwritable) for demo in variable.demos] if unwritable else variable.demos
+        fitted = [without_defaults(demo, unwritable) for demo in variable.demos] if unwritable else variable.demos
         if fitted != variable.demos:
             variable = replace(variable, demos=fitted)
         for i, demo in enumerate(variable.demos):
@@ -560,6 +562,8 @@ class KnowledgeRetriever(Module):
             linked = await self._linked_spans(spans[1:]) if quoting or small else {}
             messages = self.messages(given, demos, self.focus_of(demos, linked))
             if quoting:
+                # negation and counting only where the question (or a shown demo) asks for them
+                schema = choices_schema(schema, grounded_flags(input_texts(items), demos))
                 if linked:  # only names the graph holds, each for its own label
                     schema = linked_spans_schema(schema, _TEXT_SIDES, linked)
                     spans = ["*", *dict.fromkeys(span for found in linked.values() for span in found)]
@@ -681,19 +685,3 @@ _SMALL_CONTEXT = 8192  # a model's window at most this many tokens gets a prompt
 
 _TEXT_SIDES = {"subject_similarity_search": "subject_label", "object_similarity_search": "object_label"}
 _LINKED = 0.9  # how close a span must be to an entity's name to be offered for its label
-
-
-def _without_defaults(demo: Demo, defaults: Mapping[str, Any]) -> Demo:
-    """``demo`` with the search fields in ``defaults`` dropped where they hold that default."""
-
-    def prune(pattern: Any) -> Any:
-        if not isinstance(pattern, Mapping):
-            return pattern
-        return {k: v for k, v in pattern.items() if not (k in defaults and v == defaults[k])}
-
-    output = dict(demo.output)
-    if isinstance(output.get("hops"), list):
-        output["hops"] = [prune(h) for h in output["hops"]]
-    else:
-        output = prune(output)
-    return demo if output == demo.output else replace(demo, output=output)

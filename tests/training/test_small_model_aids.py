@@ -281,3 +281,35 @@ async def test_a_chain_demo_fixes_each_pattern_of_the_chain_in_its_place() -> No
     with pytest.raises(kag.errors.JSONSchemaValidationError):
         validate_json_schema({"hops": chain["hops"][::-1]}, lm.calls[0]["schema"])
     validate_json_schema(chain, lm.calls[0]["schema"])
+
+
+def flags(schema: dict[str, Any], name: str) -> set[Any]:
+    """The values the ``name`` flag may take across the schema's variants (any boolean when unconstrained)."""
+    out: set[Any] = set()
+    for variant in schema.get("anyOf", [schema]):
+        prop = variant["properties"][name]
+        out.update(prop.get("enum", [False, True]))
+    return out
+
+
+async def test_a_model_under_a_grammar_negates_or_counts_only_where_the_question_says_so(capitals_kb) -> None:
+    # untrained: no demo; "Who maintains X?"-like questions were searched negated by the packaged model
+    plain = ConstrainedScript([_search("City", "*", "Country", "Elandor")])
+    await build_program(capitals_kb, plain)(Query(query="What is the capital of Elandor?"))
+    assert flags(plain.calls[0]["schema"], "negated") == {False}
+    assert flags(plain.calls[0]["schema"], "count") == {False}
+    negated = ConstrainedScript([{**_search("City", "*", "Country", "Elandor"), "negated": True}])
+    await build_program(capitals_kb, negated)(Query(query="Which cities are not in Elandor?"))
+    assert flags(negated.calls[0]["schema"], "negated") == {False, True}
+    counted = ConstrainedScript([{**_search("City", "*", "Country", "Elandor"), "count": True}])
+    await build_program(capitals_kb, counted)(Query(query="How many cities does Elandor have?"))
+    assert flags(counted.calls[0]["schema"], "count") == {False, True}
+    # a shown demo that negates a question without a negation word still lets the model negate
+    taught = ConstrainedScript([{**_search("City", "*", "Country", "Elandor"), "negated": True}])
+    program = build_program(capitals_kb, taught)
+    demo = Demo(
+        {"query": "Which cities lie beyond Tovania?"}, {**_search("City", "*", "Country", "Tovania"), "negated": True}
+    )
+    program.modules["retriever"].set_variable(Variable(demos=[demo]))
+    await program(Query(query="Which cities lie beyond Elandor?"))
+    assert flags(taught.calls[0]["schema"], "negated") == {False, True}
