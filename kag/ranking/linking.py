@@ -124,6 +124,9 @@ class NameIndex:
     def __init__(self, entries: Iterable[tuple[str, str, Sequence[str]]] = ()) -> None:
         self._by_key: dict[str, list[tuple[str, str]]] = {}
         self._keys: dict[str, tuple[str, ...]] = {}
+        # own names (not aliases) by (first letter, number of words): the only names a span can be a
+        # short or long form of (an acronym's letters are the initials; a shortened part keeps its start)
+        self._by_shape: dict[tuple[str, int], dict[str, str]] = {}
         for entity_id, label, names in entries:
             self.add(entity_id, label, names)
 
@@ -132,8 +135,11 @@ class NameIndex:
 
     def add(self, entity_id: str, label: str, names: Sequence[str]) -> None:
         """Index an entity's names (its key text first, then aliases)."""
+        self.remove(entity_id)  # a re-added entity's old names go (its own name may have changed)
         keys = tuple(dict.fromkeys(k for k in (name_key(n) for n in names) if k))
         self._keys[entity_id] = keys
+        if keys:
+            self._by_shape.setdefault(_shape(keys[0]), {})[entity_id] = keys[0]
         for key in keys:
             bucket = self._by_key.setdefault(key, [])
             if all(e != entity_id for e, _ in bucket):
@@ -141,7 +147,10 @@ class NameIndex:
 
     def remove(self, entity_id: str) -> None:
         """Forget an entity's names (nothing when it is not indexed)."""
-        for key in self._keys.pop(entity_id, ()):
+        keys = self._keys.pop(entity_id, ())
+        if keys:
+            self._by_shape.get(_shape(keys[0]), {}).pop(entity_id, None)
+        for key in keys:
             bucket = [entry for entry in self._by_key.get(key, ()) if entry[0] != entity_id]
             if bucket:
                 self._by_key[key] = bucket
@@ -174,8 +183,12 @@ class NameIndex:
         if not span:
             return []
         allowed = set(labels)
+        shape = (span[0][:1], len(span[0]) if len(span) == 1 else len(span))
+        candidates = list(self._by_shape.get(shape, {}).items())
+        if len(span) == 1:  # a one-word span is an acronym of a longer name only
+            candidates = [c for c in candidates if len(c[1].split()) >= 2]
         out = []
-        for entity_id, key in self.named(labels):
+        for entity_id, key in sorted(candidates):
             if abbreviates(span, key.split()):
                 out += [
                     (e, label, key) for e, label in self._by_key.get(key, ()) if e == entity_id and label in allowed
@@ -185,6 +198,12 @@ class NameIndex:
     def keys_of(self, entity_id: str) -> tuple[str, ...]:
         """The name keys of an entity (empty if unknown)."""
         return self._keys.get(entity_id, ())
+
+
+def _shape(key: str) -> tuple[str, int]:
+    """A name key's first letter and number of words (see ``NameIndex._by_shape``)."""
+    parts = key.split()
+    return (parts[0][:1] if parts else "", len(parts))
 
 
 def fused_scores(

@@ -176,3 +176,26 @@ def test_float32_rounding_decides_the_threshold_like_neo4j() -> None:
 )
 def test_letters_unicode_does_not_decompose_are_folded(written: str, plain: str) -> None:
     assert name_key(written) == name_key(plain)
+
+
+def test_short_and_long_forms_are_found_among_names_of_their_shape_and_follow_updates() -> None:
+    index = NameIndex(
+        [
+            ("e1", "Studio", ["Blackwood Wren Films"]),
+            ("e2", "Person", ["Theo Vance"]),
+            ("e3", "Studio", ["Bright Water Films", "BWF Studios"]),  # an alias is no own name
+            ("e4", "Person", ["Bo"]),
+        ]
+    )
+    assert index.abbreviated("BWF", ["Studio"]) == [
+        ("e1", "Studio", "blackwood wren films"),
+        ("e3", "Studio", "bright water films"),
+    ]
+    assert index.abbreviated("Theodore Vance", ["Person"]) == [("e2", "Person", "theo vance")]
+    assert index.abbreviated("Theodore Vance", ["Studio"]) == []  # another label
+    assert index.abbreviated("BO", ["Person"]) == []  # a one-word name has no initials to abbreviate
+    index.remove("e1")
+    assert [e for e, _, _ in index.abbreviated("BWF", ["Studio"])] == ["e3"]
+    index.add("e3", "Studio", ["Copper Hill Pictures"])  # renamed: its old name no longer matches
+    assert index.abbreviated("BWF", ["Studio"]) == []
+    assert [e for e, _, _ in index.abbreviated("CHP", ["Studio"])] == ["e3"]
