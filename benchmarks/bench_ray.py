@@ -249,6 +249,82 @@ async def writer(report: Report, settings: dict[str, str], relations: int, docum
         await kb.aclose()
 
 
+def server_ceiling(report: Report, settings: dict[str, str], rows: int = 20_000) -> None:
+    """What the Neo4j server takes with no kag in the way: ``UNWIND ... MERGE`` sent by the driver alone,
+    the statements kag writes with (entity nodes with and without a 384-d embedding, relations between
+    nodes that exist), in a namespace of their own that is deleted after."""
+    import random
+
+    from neo4j import GraphDatabase
+
+    ns = f"benchceil{time.time_ns() % 10**8}"
+    rng = random.Random(0)
+    merge_nodes = "UNWIND $rows AS row MERGE (n:KagEntity {id: row.id, kag_ns: $ns}) SET n:City, n += row.props"
+    merge_rels = (
+        "UNWIND $rows AS row MATCH (a:KagEntity {id: row.start, kag_ns: $ns}) "
+        "MATCH (b:KagEntity {id: row.end, kag_ns: $ns}) "
+        "MERGE (a)-[r:IsCityOf {id: row.id, kag_ns: $ns}]->(b) SET r += row.props"
+    )
+    auth = (settings["user"], settings["password"])
+    with GraphDatabase.driver(settings["uri"], auth=auth) as driver, driver.session(database=settings["database"]) as s:
+
+        def timed(query: str, items: list[dict[str, Any]], batch: int) -> float:
+            started = time.perf_counter()
+            for start in range(0, len(items), batch):
+                s.run(query, rows=items[start : start + batch], ns=ns).consume()
+            return len(items) / (time.perf_counter() - started)
+
+        try:
+            nodes = [{"id": f"c{i}", "props": {"name": f"City {i}"}} for i in range(rows)]
+            plain = timed(merge_nodes, nodes, 5_000)
+            sample = 2_000  # a vector index entry each: the slow part, measured on fewer nodes
+            embedded = [
+                {"id": f"v{i}", "props": {"name": f"Town {i}", "embedding": [rng.random() for _ in range(384)]}}
+                for i in range(sample)
+            ]
+            with_vectors = timed(merge_nodes, embedded, 2_000)
+            per_batch = {}
+            for batch in (2_000, 10_000):
+                rels = [
+                    {"id": f"r{batch}_{i}", "start": f"c{i}", "end": f"c{(i * 7919) % rows}", "props": {}}
+                    for i in range(rows)
+                ]
+                per_batch[batch] = timed(merge_rels, rels, batch)
+        finally:
+            s.run("MATCH (n:KagEntity {kag_ns: $ns}) DETACH DELETE n", ns=ns).consume()
+    log(f"server ceiling: nodes {plain:,.0f}/s, with vectors {with_vectors:,.0f}/s, relations {per_batch}")
+    for batch, rate in per_batch.items():
+        report.add(
+            Result(
+                "ray ingest",
+                f"Neo4j alone (the driver, no kag): MERGE of relations between existing nodes, batches of {batch:,}",
+                rate,
+                "relations/s",
+                goal=">= 20,000/s",
+                met=rate >= 20_000,
+                note=f"{rows:,} relations",
+            )
+        )
+    report.add(
+        Result(
+            "ray ingest",
+            "Neo4j alone: MERGE of entity nodes, batches of 5,000 (no embedding)",
+            plain,
+            "nodes/s",
+            note=f"{rows:,} nodes",
+        )
+    )
+    report.add(
+        Result(
+            "ray ingest",
+            "Neo4j alone: MERGE of entity nodes with a 384-d embedding (a vector index entry each), batches of 2,000",
+            with_vectors,
+            "nodes/s",
+            note=f"{sample:,} nodes",
+        )
+    )
+
+
 async def run(
     settings: dict[str, str] | None,
     *,
@@ -266,6 +342,7 @@ async def run(
             await packaged(report, folder, packaged_docs)
     if settings is not None:
         await writer(report, settings, relations, 40)
+        server_ceiling(report, settings)
     else:
         report.notes.append("Neo4j writer: skipped (no NEO4J_URI).")
     report.notes.append(
@@ -275,5 +352,23 @@ async def run(
     return report
 
 
+async def writer_only(settings: dict[str, str], relations: int = 6_000) -> Report:
+    """The Neo4j parts alone (``--writer-only``): kag's writer, then the server without kag."""
+    report = Report(TITLE)
+    await writer(report, settings, relations, 40)
+    server_ceiling(report, settings)
+    return report
+
+
 if __name__ == "__main__":
-    print(asyncio.run(run(None)).markdown())
+    import sys
+
+    from benchmarks.common import neo4j_settings
+
+    found = neo4j_settings()
+    if "--writer-only" in sys.argv:
+        if found is None:
+            raise SystemExit("--writer-only needs a Neo4j server: set NEO4J_URI (and NEO4J_PASSWORD).")
+        print(asyncio.run(writer_only(found)).markdown())
+    else:
+        print(asyncio.run(run(found)).markdown())
