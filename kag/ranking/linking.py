@@ -140,10 +140,8 @@ class NameIndex:
         self._keys[entity_id] = keys
         if keys:
             self._by_shape.setdefault(_shape(keys[0]), {})[entity_id] = keys[0]
-        for key in keys:
-            bucket = self._by_key.setdefault(key, [])
-            if all(e != entity_id for e, _ in bucket):
-                bucket.append((entity_id, label))
+        for key in keys:  # distinct keys, and the entity's old entries are gone: one entry per key
+            self._by_key.setdefault(key, []).append((entity_id, label))
 
     def remove(self, entity_id: str) -> None:
         """Forget an entity's names (nothing when it is not indexed)."""

@@ -11,8 +11,6 @@ from kag.lm.lexical.schema import NameListing, NameLookup, _Schema
 from kag.lm.lexical.text import (
     _COMPARE,
     _CONNECTORS,
-    _COUNT,
-    _NEGATION,
     _PREPOSITIONS,
     _SCALE,
     _STOPWORDS,
@@ -21,12 +19,11 @@ from kag.lm.lexical.text import (
     _YES_NO,
     ANY,
     comparison_op,
-    superlative_descending,
     synonyms,
     verb_bases,
 )
 from kag.ranking.linking import abbreviates
-from kag.text import stem, words
+from kag.text import says_count, says_negation, stem, words
 
 # -- what the question says ------------------------------------------------------------
 
@@ -53,11 +50,11 @@ class _Compare:
 
 @dataclass
 class _Superlative:
-    """ "the most populous", "the smallest ... by area": order by a field, keep the first."""
+    """ "the most populous", "the smallest ... by area": order by a field, keep the first
+    (which end: :func:`~kag.lm.lexical.text.superlative_descending` of ``word`` and the field)."""
 
-    descending: bool
     pos: int
-    word: str = ""  # as the question says it, lowercased ("oldest", "most recently")
+    word: str  # as the question says it, lowercased ("oldest", "most recently")
 
 
 @dataclass
@@ -288,13 +285,7 @@ async def _analyze(question: str, schema: _Schema, index: _NameIndex, max_ngram:
     compare = _find_compare(question)
     sup = _SUPERLATIVE.search(question)
     superlative = (
-        _Superlative(
-            superlative_descending(sup.group(1), in_years=False),
-            _token_index(question, sup.start()),
-            " ".join(sup.group(1).lower().split()),
-        )
-        if sup
-        else None
+        _Superlative(_token_index(question, sup.start()), " ".join(sup.group(1).lower().split())) if sup else None
     )
 
     # 1. entity mentions: longest exact n-grams first, then close spellings
@@ -412,15 +403,15 @@ async def _analyze(question: str, schema: _Schema, index: _NameIndex, max_ngram:
         strong = [h for h in label_hits if h[2] >= 1.0] or label_hits
         target = strong[0][1]
     hints = {label for _, label, _ in label_hits if label != target}
-    negation_at = _negation_at(tokens) if _NEGATION.search(question) else None
+    negation_at = _negation_at(tokens) if says_negation(question) else None
     return _Analysis(
         tokens=tokens,
         mentions=mentions[:3],
         target=target,
         hints=hints,
         rel_scores=rel_scores,
-        count=bool(_COUNT.search(question)),
-        negated=bool(_NEGATION.search(question)),
+        count=says_count(question),
+        negated=bool(says_negation(question)),
         negation_at=negation_at,
         rel_positions=rel_positions,
         compare=compare,
@@ -434,7 +425,7 @@ def _across_verb(pos: int, label: str, rel_positions: Mapping[str, list[int]], s
     """The label asked for across a relation verb between the question word and a label noun.
 
     "Who directed the films X acted in?": "films" names ``Film``, but the question asks who directed
-    them, the other side of ``Film -[DirectedBy]-> Director``. Only a relation word in the two
+    them, the other side of ``Film -[DirectedBy]-> Director``. Only a relation word in the three
     positions before the noun counts ("who directed the"), and only a relation with one label on
     the other side.
     """

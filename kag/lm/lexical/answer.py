@@ -66,22 +66,26 @@ def _parse_fact(line: str) -> _Fact | None:
     return None
 
 
+def _searched_hops(sections: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """The patterns of the search in the prompt's ``search:`` section (none when it holds no search)."""
+    raw = " ".join(sections.get("search", []))
+    try:
+        search = json.loads(raw) if raw.startswith("{") else None
+    except ValueError:
+        return []
+    hops = search.get("hops", [search]) if isinstance(search, dict) else []
+    return [hop for hop in hops if isinstance(hop, dict)]
+
+
 def _searched_names(sections: dict[str, list[str]]) -> set[str]:
     """Name keys of the similarity texts of the search in the prompt (the question's entities, as linked).
 
     The question may spell a name differently ("Naiorbi", "Deutschland"); the search that was run
     names the entity as the graph does, so its texts say which fact nodes the question meant.
     """
-    raw = " ".join(sections.get("search", []))
-    try:
-        search = json.loads(raw) if raw.startswith("{") else None
-    except ValueError:
-        return set()
-    hops = search.get("hops", [search]) if isinstance(search, dict) else []
     texts = [
         hop.get(side)
-        for hop in hops
-        if isinstance(hop, dict)
+        for hop in _searched_hops(sections)
         for side in ("subject_similarity_search", "object_similarity_search")
     ]
     return {name_key(t) for t in texts if isinstance(t, str) and t.strip() and t != "*"}
@@ -89,13 +93,8 @@ def _searched_names(sections: dict[str, list[str]]) -> set[str]:
 
 def _ordered_side(sections: dict[str, list[str]]) -> str | None:
     """``"subject"`` or ``"object"``: the side a one-hop search in the prompt orders (a superlative's answer)."""
-    raw = " ".join(sections.get("search", []))
-    try:
-        search = json.loads(raw) if raw.startswith("{") else None
-    except ValueError:
-        return None
-    hops = search.get("hops", [search]) if isinstance(search, dict) else []
-    if len(hops) != 1 or not isinstance(hops[0], dict):
+    hops = _searched_hops(sections)
+    if len(hops) != 1:
         return None
     order = hops[0].get("order_by")
     side = order.get("side") if isinstance(order, dict) else None

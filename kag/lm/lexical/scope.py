@@ -187,7 +187,7 @@ def _nouns(a: _Analysis, head: list[int]) -> list[int]:
 
 
 # a verb's helper after a noun phrase closes it: "Which film school did X attend?" asks for a school
-_AUXILIARIES = frozenset({"did", "does", "do", "has", "have", "had", "is", "are", "was", "were", "can", "will"})
+_AUXILIARIES = _YES_NO | {"had", "will"}
 
 
 def superlative_head(a: _Analysis) -> list[int]:

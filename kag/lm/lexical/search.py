@@ -404,9 +404,7 @@ def _attach_numbers(hops: list[dict[str, Any]], a: _Analysis, schema: _Schema) -
         name = _field(a, schema, label, a.superlative.pos)
         if name is not None:
             in_years = holds_year(schema.numeric.get(label, {}).get(name, frozenset()))
-            word = a.superlative.word
-            descending = superlative_descending(word, in_years) if word else a.superlative.descending
-            direction = "desc" if descending else "asc"
+            direction = "desc" if superlative_descending(a.superlative.word, in_years) else "asc"
             hop["order_by"] = {"side": side, "field": name, "direction": direction}
             hop["limit"] = 1
     return hops

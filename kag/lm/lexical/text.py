@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from kag.text import COUNT_CUES, NEGATION_CUES, stem, words
+from kag.text import stem, words
 
 ANY = "*"
 _STOPWORDS = frozenset(
@@ -24,8 +24,6 @@ _WEAK_STOPWORDS = frozenset({"located", "lie", "lies"})
 _WH = frozenset({"which", "what", "who", "list", "name", "names", "show", "find", "give", "count", "all"})
 _PREPOSITIONS = frozenset({"of", "in", "from", "on", "to", "at", "for", "with", "into", "by", "inside"})
 # negation said without "not" too: "made outside X", "other than X", "apart from X", "except X"
-_NEGATION = NEGATION_CUES  # one home: kag.text
-_COUNT = COUNT_CUES
 _YES_NO = frozenset({"is", "are", "was", "were", "does", "do", "did", "can", "has", "have"})
 _REL_DESC = re.compile(r"([A-Za-z][A-Za-z0-9_]*): ([A-Za-z0-9_|]+) -> ([A-Za-z0-9_|]+)")
 _SECTION = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*):(?: (.*))?$")
